@@ -1,0 +1,378 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Condition types and reasons on a Release. Ready belongs to the controller;
+// InSync and Healthy belong to the observer (field manager convoy-observe).
+const (
+	ConditionReady   = "Ready"
+	ConditionInSync  = "InSync"
+	ConditionHealthy = "Healthy"
+)
+
+// Annotations and labels shared with convoy's controller.
+const (
+	// AnnotationSyncRequestedAt holds the RFC 3339 time of the last sync request.
+	AnnotationSyncRequestedAt = "convoy.kumodo.io/sync-requested-at"
+	// LabelRelease names the Release a render Secret belongs to.
+	LabelRelease = "convoy.kumodo.io/release"
+	// LabelRenderRef holds the renderRef of a render Secret.
+	LabelRenderRef = "convoy.kumodo.io/render-ref"
+	// LabelDefaultRuleSet marks the default GlobalHealthRuleSets.
+	LabelDefaultRuleSet = "convoy.kumodo.io/default"
+)
+
+// Field managers. Each writer uses server-side apply with its own manager so
+// that the controller and the observer never overwrite each other.
+const (
+	FieldManagerController = "convoy"
+	FieldManagerObserver   = "convoy-observe"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:categories=convoy
+// +kubebuilder:printcolumn:name="InSync",type=string,JSONPath=`.status.conditions[?(@.type=="InSync")].status`
+// +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Release names a source, its content and mutations. convoy's controller
+// renders and applies it; the observer reports drift and health on it.
+type Release struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ReleaseSpec   `json:"spec"`
+	Status ReleaseStatus `json:"status,omitempty"`
+}
+
+// ReleaseSpec is the desired state of a Release.
+type ReleaseSpec struct {
+	// cluster names a Cluster in the Release's namespace. Empty means the
+	// cluster that convoy runs in.
+	// +optional
+	Cluster *ClusterReference `json:"cluster,omitempty"`
+
+	// targetNamespace is the namespace of namespaced objects that name none.
+	// Default: the Release's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	TargetNamespace string `json:"targetNamespace,omitempty"`
+
+	// source is where the manifests or the chart come from. Exactly one kind
+	// of source is set.
+	Source ReleaseSource `json:"source"`
+
+	// content holds the values of a Helm chart.
+	// +optional
+	Content *ReleaseContent `json:"content,omitempty"`
+
+	// mutations are applied in order to the rendered objects.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Mutations []Mutation `json:"mutations,omitempty"`
+
+	// pin pins the Release to a stored render.
+	// +optional
+	Pin *Pin `json:"pin,omitempty"`
+
+	// syncPolicy says whether convoy corrects drift by itself, and how often
+	// it checks.
+	// +optional
+	// +kubebuilder:default={interval: "5m"}
+	SyncPolicy SyncPolicy `json:"syncPolicy,omitempty"`
+
+	// healthAssessment selects the health rule sets. Without it the Release
+	// is not assessed (Healthy is True with reason NotConfigured).
+	// +optional
+	HealthAssessment *HealthAssessment `json:"healthAssessment,omitempty"`
+}
+
+// ClusterReference names a Cluster in the Release's namespace.
+type ClusterReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ReleaseSource is where the manifests or the chart come from.
+// Only configMap is rendered today; the other kinds are reserved and a render
+// of them fails with a clear message.
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.ociRepository) ? 1 : 0) == 1",message="exactly one of configMap, helmRepository or ociRepository must be set"
+type ReleaseSource struct {
+	// configMap is a ConfigMap in the Release's namespace that holds either
+	// plain manifests (keys ending .yaml, .yml or .json, in key order) or a
+	// packaged Helm chart (binaryData key chart.tgz).
+	// +optional
+	ConfigMap *ConfigMapSource `json:"configMap,omitempty"`
+
+	// helmRepository is a chart in an HTTP chart repository. Not built yet.
+	// +optional
+	HelmRepository *HelmRepositorySource `json:"helmRepository,omitempty"`
+
+	// ociRepository is a chart in an OCI registry. Not built yet.
+	// +optional
+	OCIRepository *OCIRepositorySource `json:"ociRepository,omitempty"`
+}
+
+// ConfigMapSource names a ConfigMap in the Release's namespace.
+type ConfigMapSource struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// HelmRepositorySource is a chart in an HTTP chart repository.
+type HelmRepositorySource struct {
+	// +kubebuilder:validation:Pattern=`^https?://`
+	URL string `json:"url"`
+	// +kubebuilder:validation:MinLength=1
+	Chart string `json:"chart"`
+	// +optional
+	Version string `json:"version,omitempty"`
+}
+
+// OCIRepositorySource is a chart in an OCI registry.
+type OCIRepositorySource struct {
+	// +kubebuilder:validation:Pattern=`^oci://`
+	URL string `json:"url"`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+}
+
+// ReleaseContent holds the values of a Helm chart.
+type ReleaseContent struct {
+	// values are Helm values, merged last.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:Schemaless
+	Values *runtime.RawExtension `json:"values,omitempty"`
+
+	// valuesFrom are read and merged in order, before values.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+}
+
+// ValuesReference points at Helm values in a ConfigMap or Secret of the
+// Release's namespace.
+type ValuesReference struct {
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key in the data of the object. Default: values.yaml.
+	// +optional
+	// +kubebuilder:default="values.yaml"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+	// optional: a missing object or key is skipped instead of failing the render.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// Mutation changes the rendered objects that its target selects. Exactly one
+// of patch, jsonPatch, labels and annotations is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.patch) ? 1 : 0) + (has(self.jsonPatch) ? 1 : 0) + (has(self.labels) ? 1 : 0) + (has(self.annotations) ? 1 : 0) == 1",message="exactly one of patch, jsonPatch, labels or annotations must be set"
+type Mutation struct {
+	// target selects the objects; empty fields match all.
+	// +optional
+	Target MutationTarget `json:"target,omitempty"`
+
+	// patch is a strategic merge patch for built-in kinds and a JSON merge
+	// patch for other kinds.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:Schemaless
+	Patch *runtime.RawExtension `json:"patch,omitempty"`
+
+	// jsonPatch is an RFC 6902 JSON patch.
+	// +optional
+	// +listType=atomic
+	JSONPatch []JSONPatchOperation `json:"jsonPatch,omitempty"`
+
+	// labels are added to metadata.labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// annotations are added to metadata.annotations.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// MutationTarget selects rendered objects. Empty fields match all.
+type MutationTarget struct {
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +optional
+	Version string `json:"version,omitempty"`
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be set for In and NotIn and only for them"
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// JSONPatchOperation is one operation of an RFC 6902 JSON patch.
+type JSONPatchOperation struct {
+	// +kubebuilder:validation:Enum=add;remove;replace;move;copy;test
+	Op string `json:"op"`
+	// +kubebuilder:validation:Pattern=`^(/.*)?$`
+	Path string `json:"path"`
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(/.*)?$`
+	From string `json:"from,omitempty"`
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Value *runtime.RawExtension `json:"value,omitempty"`
+}
+
+// Pin pins a Release to a stored render.
+type Pin struct {
+	// renderRef of a render in the render store.
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	RenderRef string `json:"renderRef"`
+}
+
+// SyncPolicy says whether convoy corrects drift by itself and how often the
+// observer checks.
+type SyncPolicy struct {
+	// automatic, when present, selects automatic mode: the observer requests
+	// a sync when it finds drift.
+	// +optional
+	Automatic *AutomaticSync `json:"automatic,omitempty"`
+
+	// interval between two drift passes, and the longest wait between two
+	// health passes. Default: 5m.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="interval must be positive"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// AutomaticSync selects automatic mode. It has no fields yet.
+type AutomaticSync struct{}
+
+// HealthAssessment selects the health rule sets of a Release.
+type HealthAssessment struct {
+	// globalRuleSetSelector selects GlobalHealthRuleSets. Not set selects
+	// none; {} selects all.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be set for In and NotIn and only for them"
+	GlobalRuleSetSelector *metav1.LabelSelector `json:"globalRuleSetSelector,omitempty"`
+
+	// localRuleSetSelector selects HealthRuleSets in the Release's
+	// namespace. Not set selects none; {} selects all.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be set for In and NotIn and only for them"
+	LocalRuleSetSelector *metav1.LabelSelector `json:"localRuleSetSelector,omitempty"`
+
+	// deadline after the first failure of a resource, past which it is
+	// Degraded instead of Progressing. Without it a failing resource stays
+	// Progressing.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="deadline must be positive"
+	Deadline *metav1.Duration `json:"deadline,omitempty"`
+}
+
+// ReleaseStatus is the observed state of a Release.
+type ReleaseStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (controller), InSync and Healthy (observer).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// lastAttempted is the render the controller last tried to apply.
+	// +optional
+	LastAttempted *RenderRecord `json:"lastAttempted,omitempty"`
+	// lastApplied is the render the controller last applied in full.
+	// +optional
+	LastApplied *RenderRecord `json:"lastApplied,omitempty"`
+	// lastHealthy is the last render that was fully healthy.
+	// +optional
+	LastHealthy *RenderRecord `json:"lastHealthy,omitempty"`
+
+	// rollout is the progress of the current rollout.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// healthSummary counts the inventory entries in each health state.
+	// +optional
+	HealthSummary *HealthSummary `json:"healthSummary,omitempty"`
+}
+
+// RenderRecord names a render and when it happened.
+type RenderRecord struct {
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{16}$`
+	RenderRef string `json:"renderRef"`
+	// +optional
+	Time metav1.Time `json:"time,omitempty"`
+}
+
+// RolloutPhase is the phase of a rollout.
+// +kubebuilder:validation:Enum=Progressing;Holding;Complete;Failed;RolledBack
+type RolloutPhase string
+
+// Rollout phases.
+const (
+	RolloutProgressing RolloutPhase = "Progressing"
+	RolloutHolding     RolloutPhase = "Holding"
+	RolloutComplete    RolloutPhase = "Complete"
+	RolloutFailed      RolloutPhase = "Failed"
+	RolloutRolledBack  RolloutPhase = "RolledBack"
+)
+
+// RolloutStatus is the progress of a rollout.
+type RolloutStatus struct {
+	Phase RolloutPhase `json:"phase"`
+	// wave is the sync wave the rollout is at.
+	// +optional
+	Wave int32 `json:"wave,omitempty"`
+}
+
+// HealthSummary counts the resources of a Release in each health state.
+type HealthSummary struct {
+	Total       int32 `json:"total"`
+	Healthy     int32 `json:"healthy"`
+	Progressing int32 `json:"progressing"`
+	Degraded    int32 `json:"degraded"`
+	Unknown     int32 `json:"unknown"`
+	// suspended is never set today.
+	// +optional
+	Suspended int32 `json:"suspended,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// ReleaseList is a list of Releases.
+type ReleaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Release `json:"items"`
+}

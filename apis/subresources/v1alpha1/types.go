@@ -1,0 +1,170 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// Release is the stub parent of the subresources. It has no verbs of its
+// own: the Release objects are the CRDs of convoy.kumodo.io.
+type Release struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+}
+
+// RenderSource says which render a subresource used.
+type RenderSource string
+
+// Render sources, in the order the observer picks them.
+const (
+	RenderSourcePinned      RenderSource = "Pinned"
+	RenderSourceLastHealthy RenderSource = "LastHealthy"
+	RenderSourceFresh       RenderSource = "Fresh"
+	// RenderSourceStored is a render asked for with ?render=REF.
+	RenderSourceStored RenderSource = "Stored"
+)
+
+// DiffResult is the outcome of a compare.
+type DiffResult string
+
+// Compare outcomes; they match the status of the InSync condition.
+const (
+	DiffInSync       DiffResult = "InSync"
+	DiffDrifted      DiffResult = "Drifted"
+	DiffUndetermined DiffResult = "Undetermined"
+)
+
+// ObjectStatus is the compare status of one object.
+type ObjectStatus string
+
+// Object statuses.
+const (
+	ObjectInSync   ObjectStatus = "InSync"
+	ObjectModified ObjectStatus = "Modified"
+	ObjectMissing  ObjectStatus = "Missing"
+)
+
+// ChangeOp is the kind of a field change.
+type ChangeOp string
+
+// Field change kinds, from the live object to the desired one.
+const (
+	ChangeAdd     ChangeOp = "add"
+	ChangeRemove  ChangeOp = "remove"
+	ChangeReplace ChangeOp = "replace"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReleaseDiff is the result of comparing the desired render of a Release
+// with the live objects (GET releases/NAME/diff).
+type ReleaseDiff struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	RenderRef    string       `json:"renderRef,omitempty"`
+	RenderSource RenderSource `json:"renderSource,omitempty"`
+	Result       DiffResult   `json:"result"`
+	// reason is set when the result is Undetermined or Drifted.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	// +listType=atomic
+	Objects []ObjectDiff `json:"objects,omitempty"`
+}
+
+// ObjectDiff is the compare status of one object of the render.
+type ObjectDiff struct {
+	Group     string       `json:"group"`
+	Version   string       `json:"version"`
+	Kind      string       `json:"kind"`
+	Namespace string       `json:"namespace,omitempty"`
+	Name      string       `json:"name"`
+	Status    ObjectStatus `json:"status"`
+	// +optional
+	// +listType=atomic
+	Changes []FieldChange `json:"changes,omitempty"`
+}
+
+// FieldChange is one changed field.
+type FieldChange struct {
+	// path a person can read, e.g. spec.template.spec.containers[name=app].image.
+	Path string   `json:"path"`
+	Op   ChangeOp `json:"op"`
+	// +optional
+	Desired *runtime.RawExtension `json:"desired,omitempty"`
+	// +optional
+	Live *runtime.RawExtension `json:"live,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReleasePreview is the desired render of a Release (GET releases/NAME/preview).
+type ReleasePreview struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	RenderRef    string       `json:"renderRef"`
+	RenderSource RenderSource `json:"renderSource"`
+	// objects of the render; Secret values are redacted.
+	// +optional
+	// +listType=atomic
+	Objects []runtime.RawExtension `json:"objects,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReleaseHealth is the health of a Release and of each inventory entry, as
+// the observer last assessed it (GET releases/NAME/health).
+type ReleaseHealth struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Healthy *metav1.Condition `json:"healthy,omitempty"`
+	// +optional
+	HealthSummary *convoyv1alpha1.HealthSummary `json:"healthSummary,omitempty"`
+	// +optional
+	// +listType=atomic
+	Entries []EntryHealth `json:"entries,omitempty"`
+}
+
+// EntryHealth is the health of one inventory entry.
+type EntryHealth struct {
+	convoyv1alpha1.ObjectKey `json:",inline"`
+	Version                  string `json:"version,omitempty"`
+	RenderRef                string `json:"renderRef,omitempty"`
+	// +optional
+	AssessedRenderRef string                     `json:"assessedRenderRef,omitempty"`
+	State             convoyv1alpha1.HealthState `json:"state,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// +optional
+	FirstUnhealthy *metav1.Time `json:"firstUnhealthy,omitempty"`
+	// +optional
+	HookPhase convoyv1alpha1.HookStatus `json:"hookPhase,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReleaseSync is a request for convoy's controller to sync a Release
+// (POST releases/NAME/sync). The body may be empty ({}); the answer carries
+// the time that was recorded.
+type ReleaseSync struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// requestedAt is the time recorded in the annotation
+	// convoy.kumodo.io/sync-requested-at of the Release.
+	// +optional
+	RequestedAt *metav1.MicroTime `json:"requestedAt,omitempty"`
+	// requestedBy is the user who asked for the sync.
+	// +optional
+	RequestedBy string `json:"requestedBy,omitempty"`
+}

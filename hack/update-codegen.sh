@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Generates deepcopy, OpenAPI (with model names), the clientset, listers,
+# informers and apply configurations (k8s.io/code-generator, version from
+# go.mod) and the CRD manifests in artifacts/crds (controller-gen).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+CONTROLLER_TOOLS_VERSION=v0.23.0
+THIS_PKG=github.com/kumodo/convoy-apiserver
+boilerplate="$root/hack/boilerplate.go.txt"
+
+codegen_dir=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# shellcheck source=/dev/null
+source "$codegen_dir/kube_codegen.sh"
+
+kube::codegen::gen_helpers --boilerplate "$boilerplate" "$root/apis"
+
+kube::codegen::gen_openapi \
+  --output-dir "$root/pkg/generated/openapi" \
+  --output-pkg "$THIS_PKG/pkg/generated/openapi" \
+  --output-model-name-file zz_generated.model_name.go \
+  --report-filename "$root/hack/api-rules-violations.list" \
+  --update-report \
+  --boilerplate "$boilerplate" \
+  "$root/apis"
+
+kube::codegen::gen_client \
+  --with-watch \
+  --with-applyconfig \
+  --applyconfig-openapi-schema <(go run ./pkg/generated/openapi/cmd/models-schema) \
+  --output-dir "$root/pkg/generated" \
+  --output-pkg "$THIS_PKG/pkg/generated" \
+  --boilerplate "$boilerplate" \
+  "$root/apis"
+
+rm -rf "$root/artifacts/crds"
+go run "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSION" \
+  crd:crdVersions=v1 \
+  paths="./apis/convoy/..." \
+  output:crd:artifacts:config=artifacts/crds
