@@ -226,9 +226,7 @@ type MutationTarget struct {
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be set for In and NotIn and only for them"
-	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+	LabelSelector *LabelSelector `json:"labelSelector,omitempty"`
 }
 
 // JSONPatchOperation is one operation of an RFC 6902 JSON patch.
@@ -277,16 +275,12 @@ type HealthAssessment struct {
 	// globalRuleSetSelector selects GlobalHealthRuleSets. Not set selects
 	// none; {} selects all.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be set for In and NotIn and only for them"
-	GlobalRuleSetSelector *metav1.LabelSelector `json:"globalRuleSetSelector,omitempty"`
+	GlobalRuleSetSelector *LabelSelector `json:"globalRuleSetSelector,omitempty"`
 
 	// localRuleSetSelector selects HealthRuleSets in the Release's
 	// namespace. Not set selects none; {} selects all.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be set for In and NotIn and only for them"
-	LocalRuleSetSelector *metav1.LabelSelector `json:"localRuleSetSelector,omitempty"`
+	LocalRuleSetSelector *LabelSelector `json:"localRuleSetSelector,omitempty"`
 
 	// deadline after the first failure of a resource, past which it is
 	// Degraded instead of Progressing. Without it a failing resource stays

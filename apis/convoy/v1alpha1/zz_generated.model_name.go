@@ -23,200 +23,210 @@ package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in AutomaticSync) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.AutomaticSync"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.AutomaticSync"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Cluster) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.Cluster"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Cluster"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterList) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ClusterList"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterReference) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ClusterReference"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterReference"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ClusterSpec) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ClusterSpec"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ConfigMapSource) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ConfigMapSource"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ConfigMapSource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GlobalHealthRuleSet) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.GlobalHealthRuleSet"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GlobalHealthRuleSetList) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.GlobalHealthRuleSetList"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSetList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HealthAssessment) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HealthAssessment"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthAssessment"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HealthRule) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HealthRule"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRule"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HealthRuleSet) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HealthRuleSet"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSet"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HealthRuleSetList) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HealthRuleSetList"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSetList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HealthRuleSetSpec) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HealthRuleSetSpec"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSetSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HealthSummary) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HealthSummary"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthSummary"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HelmRepositorySource) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.HelmRepositorySource"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmRepositorySource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Hook) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.Hook"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Hook"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in InventoryEntry) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.InventoryEntry"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.InventoryEntry"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in InventoryEntryStatus) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.InventoryEntryStatus"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.InventoryEntryStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in JSONPatchOperation) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.JSONPatchOperation"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.JSONPatchOperation"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in KubeConfigReference) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.KubeConfigReference"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.KubeConfigReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LabelSelector) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelector"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LabelSelectorRequirement) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelectorRequirement"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Mutation) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.Mutation"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Mutation"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in MutationTarget) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.MutationTarget"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.MutationTarget"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in OCIRepositorySource) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.OCIRepositorySource"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIRepositorySource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectKey) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ObjectKey"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ObjectKey"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Pin) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.Pin"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Pin"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Release) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.Release"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Release"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseContent) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseContent"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseContent"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseInventory) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseInventory"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventory"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseInventoryList) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseInventoryList"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventoryList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseInventorySpec) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseInventorySpec"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventorySpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseInventoryStatus) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseInventoryStatus"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventoryStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseList) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseList"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseList"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseSource) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseSource"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSource"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseSpec) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseSpec"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSpec"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseStatus) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ReleaseStatus"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RenderRecord) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.RenderRecord"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in RolloutStatus) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.RolloutStatus"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RolloutStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.SecretKeyReference"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SecretKeyReference"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SyncPolicy) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.SyncPolicy"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SyncPolicy"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ValuesReference) OpenAPIModelName() string {
-	return "io.kumodo.convoy.v1alpha1.ValuesReference"
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference"
 }

@@ -23,40 +23,40 @@ package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EntryHealth) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.EntryHealth"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.EntryHealth"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in FieldChange) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.FieldChange"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.FieldChange"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectDiff) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.ObjectDiff"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ObjectDiff"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Release) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.Release"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.Release"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseDiff) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.ReleaseDiff"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseDiff"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseHealth) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.ReleaseHealth"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseHealth"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleasePreview) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.ReleasePreview"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleasePreview"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseSync) OpenAPIModelName() string {
-	return "io.kumodo.convoy.subresources.v1alpha1.ReleaseSync"
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseSync"
 }

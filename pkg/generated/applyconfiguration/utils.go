@@ -64,6 +64,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.JSONPatchOperationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("KubeConfigReference"):
 		return &convoyv1alpha1.KubeConfigReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelector"):
+		return &convoyv1alpha1.LabelSelectorApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):
+		return &convoyv1alpha1.LabelSelectorRequirementApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Mutation"):
 		return &convoyv1alpha1.MutationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MutationTarget"):

@@ -54,6 +54,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.InventoryEntryStatus{}.OpenAPIModelName():       schema_convoy_apiserver_apis_convoy_v1alpha1_InventoryEntryStatus(ref),
 		v1alpha1.JSONPatchOperation{}.OpenAPIModelName():         schema_convoy_apiserver_apis_convoy_v1alpha1_JSONPatchOperation(ref),
 		v1alpha1.KubeConfigReference{}.OpenAPIModelName():        schema_convoy_apiserver_apis_convoy_v1alpha1_KubeConfigReference(ref),
+		v1alpha1.LabelSelector{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelector(ref),
+		v1alpha1.LabelSelectorRequirement{}.OpenAPIModelName():   schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelectorRequirement(ref),
 		v1alpha1.Mutation{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_Mutation(ref),
 		v1alpha1.MutationTarget{}.OpenAPIModelName():             schema_convoy_apiserver_apis_convoy_v1alpha1_MutationTarget(ref),
 		v1alpha1.OCIRepositorySource{}.OpenAPIModelName():        schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref),
@@ -405,13 +407,13 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HealthAssessment(ref common.Re
 					"globalRuleSetSelector": {
 						SchemaProps: spec.SchemaProps{
 							Description: "globalRuleSetSelector selects GlobalHealthRuleSets. Not set selects none; {} selects all.",
-							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Ref:         ref(v1alpha1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 					"localRuleSetSelector": {
 						SchemaProps: spec.SchemaProps{
 							Description: "localRuleSetSelector selects HealthRuleSets in the Release's namespace. Not set selects none; {} selects all.",
-							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Ref:         ref(v1alpha1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 					"deadline": {
@@ -424,7 +426,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HealthAssessment(ref common.Re
 			},
 		},
 		Dependencies: []string{
-			v1.Duration{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+			v1alpha1.LabelSelector{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
 	}
 }
 
@@ -949,6 +951,100 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_KubeConfigReference(ref common
 	}
 }
 
+func schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelector(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LabelSelector has the JSON shape of metav1.LabelSelector, with the bounds and the operator enum that let the CRD reject a bad selector cheaply: CEL rules over metav1.LabelSelector's unbounded lists exceed the CRD cost budget. Convert it with AsMetav1.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"matchLabels": {
+						SchemaProps: spec.SchemaProps{
+							Description: "matchLabels is a map of {key,value} pairs; all must match.",
+							Type:        []string{"object"},
+							AdditionalProperties: &spec.SchemaOrBool{
+								Allows: true,
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"matchExpressions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "matchExpressions are label selector requirements; all must match.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.LabelSelectorRequirement{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LabelSelectorRequirement{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelectorRequirement(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LabelSelectorRequirement has the JSON shape of metav1.LabelSelectorRequirement.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"operator": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"values": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"key", "operator"},
+			},
+		},
+	}
+}
+
 func schema_convoy_apiserver_apis_convoy_v1alpha1_Mutation(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1064,14 +1160,14 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_MutationTarget(ref common.Refe
 					},
 					"labelSelector": {
 						SchemaProps: spec.SchemaProps{
-							Ref: ref(v1.LabelSelector{}.OpenAPIModelName()),
+							Ref: ref(v1alpha1.LabelSelector{}.OpenAPIModelName()),
 						},
 					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1.LabelSelector{}.OpenAPIModelName()},
+			v1alpha1.LabelSelector{}.OpenAPIModelName()},
 	}
 }
 
@@ -2288,7 +2384,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseSync(ref common.R
 					"requestedAt": {
 						SchemaProps: spec.SchemaProps{
 							Description: "requestedAt is the time recorded in the annotation convoy.kumodo.io/sync-requested-at of the Release.",
-							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
 						},
 					},
 					"requestedBy": {
@@ -2302,7 +2398,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseSync(ref common.R
 			},
 		},
 		Dependencies: []string{
-			v1.ObjectMeta{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+			v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

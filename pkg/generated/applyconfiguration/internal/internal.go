@@ -39,56 +39,751 @@ func Parser() *typed.Parser {
 var parserOnce sync.Once
 var parser *typed.Parser
 var schemaYAML = typed.YAMLObject(`types:
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.AutomaticSync
+  map:
+    elementType:
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Cluster
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterSpec
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterSpec
+  map:
+    fields:
+    - name: kubeConfig
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.KubeConfigReference
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ConfigMapSource
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSetSpec
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthAssessment
+  map:
+    fields:
+    - name: deadline
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: globalRuleSetSelector
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelector
+    - name: localRuleSetSelector
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelector
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRule
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+      default: ""
+    - name: expression
+      type:
+        scalar: string
+      default: ""
+    - name: message
+      type:
+        scalar: string
+    - name: messageExpression
+      type:
+        scalar: string
+    - name: resources
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSet
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSetSpec
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSetSpec
+  map:
+    fields:
+    - name: rules
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRule
+          elementRelationship: atomic
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthSummary
+  map:
+    fields:
+    - name: degraded
+      type:
+        scalar: numeric
+      default: 0
+    - name: healthy
+      type:
+        scalar: numeric
+      default: 0
+    - name: progressing
+      type:
+        scalar: numeric
+      default: 0
+    - name: suspended
+      type:
+        scalar: numeric
+    - name: total
+      type:
+        scalar: numeric
+      default: 0
+    - name: unknown
+      type:
+        scalar: numeric
+      default: 0
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmRepositorySource
+  map:
+    fields:
+    - name: chart
+      type:
+        scalar: string
+      default: ""
+    - name: url
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Hook
+  map:
+    fields:
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+    - name: runAfter
+      type:
+        scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.InventoryEntry
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+      default: ""
+    - name: hook
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Hook
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: namespace
+      type:
+        scalar: string
+      default: ""
+    - name: renderRef
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: string
+      default: ""
+    - name: wave
+      type:
+        scalar: numeric
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.InventoryEntryStatus
+  map:
+    fields:
+    - name: assessedRenderRef
+      type:
+        scalar: string
+    - name: firstUnhealthy
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: group
+      type:
+        scalar: string
+      default: ""
+    - name: hookPhase
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: namespace
+      type:
+        scalar: string
+      default: ""
+    - name: state
+      type:
+        scalar: string
+      default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.JSONPatchOperation
+  map:
+    fields:
+    - name: from
+      type:
+        scalar: string
+    - name: op
+      type:
+        scalar: string
+      default: ""
+    - name: path
+      type:
+        scalar: string
+      default: ""
+    - name: value
+      type:
+        namedType: __untyped_atomic_
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.KubeConfigReference
+  map:
+    fields:
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SecretKeyReference
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelector
+  map:
+    fields:
+    - name: matchExpressions
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelectorRequirement
+          elementRelationship: atomic
+    - name: matchLabels
+      type:
+        map:
+          elementType:
+            scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelectorRequirement
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+      default: ""
+    - name: operator
+      type:
+        scalar: string
+      default: ""
+    - name: values
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: atomic
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Mutation
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: jsonPatch
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.JSONPatchOperation
+          elementRelationship: atomic
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: patch
+      type:
+        namedType: __untyped_atomic_
+    - name: target
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.MutationTarget
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.MutationTarget
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: labelSelector
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelector
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: version
+      type:
+        scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIRepositorySource
+  map:
+    fields:
+    - name: tag
+      type:
+        scalar: string
+    - name: url
+      type:
+        scalar: string
+      default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Pin
+  map:
+    fields:
+    - name: renderRef
+      type:
+        scalar: string
+      default: ""
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Release
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
   map:
-    elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseStatus
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseContent
+  map:
+    fields:
+    - name: values
+      type:
+        namedType: __untyped_atomic_
+    - name: valuesFrom
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference
+          elementRelationship: atomic
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventory
-  scalar: untyped
-  list:
-    elementType:
-      namedType: __untyped_atomic_
-    elementRelationship: atomic
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventorySpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventoryStatus
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventorySpec
+  map:
+    fields:
+    - name: entries
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.InventoryEntry
+          elementRelationship: associative
+          keys:
+          - group
+          - kind
+          - namespace
+          - name
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseInventoryStatus
+  map:
+    fields:
+    - name: entries
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.InventoryEntryStatus
+          elementRelationship: associative
+          keys:
+          - group
+          - kind
+          - namespace
+          - name
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSource
+  map:
+    fields:
+    - name: configMap
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ConfigMapSource
+    - name: helmRepository
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmRepositorySource
+    - name: ociRepository
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIRepositorySource
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSpec
+  map:
+    fields:
+    - name: cluster
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ClusterReference
+    - name: content
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseContent
+    - name: healthAssessment
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthAssessment
+    - name: mutations
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Mutation
+          elementRelationship: atomic
+    - name: pin
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Pin
+    - name: source
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSource
+      default: {}
+    - name: syncPolicy
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SyncPolicy
+      default: {}
+    - name: targetNamespace
+      type:
+        scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: healthSummary
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthSummary
+    - name: lastApplied
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
+    - name: lastAttempted
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
+    - name: lastHealthy
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: rollout
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RolloutStatus
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
+  map:
+    fields:
+    - name: renderRef
+      type:
+        scalar: string
+      default: ""
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RolloutStatus
+  map:
+    fields:
+    - name: phase
+      type:
+        scalar: string
+      default: ""
+    - name: wave
+      type:
+        scalar: numeric
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SecretKeyReference
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: name
+      type:
+        scalar: string
+      default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SyncPolicy
+  map:
+    fields:
+    - name: automatic
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.AutomaticSync
+    - name: interval
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference
+  map:
+    fields:
+    - name: key
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: optional
+      type:
+        scalar: boolean
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+  map:
+    fields:
+    - name: lastTransitionTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: message
+      type:
+        scalar: string
+      default: ""
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: reason
+      type:
+        scalar: string
+      default: ""
+    - name: status
+      type:
+        scalar: string
+      default: ""
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+  scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:
     elementType:
-      namedType: __untyped_deduced_
-    elementRelationship: separable
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: fieldsType
+      type:
+        scalar: string
+    - name: fieldsV1
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
+    - name: manager
+      type:
+        scalar: string
+    - name: operation
+      type:
+        scalar: string
+    - name: subresource
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+  map:
+    fields:
+    - name: annotations
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: creationTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: deletionGracePeriodSeconds
+      type:
+        scalar: numeric
+    - name: deletionTimestamp
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: finalizers
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: generateName
+      type:
+        scalar: string
+    - name: generation
+      type:
+        scalar: numeric
+    - name: labels
+      type:
+        map:
+          elementType:
+            scalar: string
+    - name: managedFields
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry
+          elementRelationship: atomic
+    - name: name
+      type:
+        scalar: string
+    - name: namespace
+      type:
+        scalar: string
+    - name: ownerReferences
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+          elementRelationship: associative
+          keys:
+          - uid
+    - name: resourceVersion
+      type:
+        scalar: string
+    - name: selfLink
+      type:
+        scalar: string
+    - name: uid
+      type:
+        scalar: string
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+      default: ""
+    - name: blockOwnerDeletion
+      type:
+        scalar: boolean
+    - name: controller
+      type:
+        scalar: boolean
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: uid
+      type:
+        scalar: string
+      default: ""
+    elementRelationship: atomic
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+  scalar: untyped
+- name: io.k8s.apimachinery.pkg.runtime.RawExtension
+  map:
+    elementType:
+      scalar: untyped
+      list:
+        elementType:
+          namedType: __untyped_atomic_
+        elementRelationship: atomic
+      map:
+        elementType:
+          namedType: __untyped_deduced_
+        elementRelationship: separable
 - name: __untyped_atomic_
   scalar: untyped
   list:

@@ -19,8 +19,7 @@ limitations under the License.
 package v1alpha1
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // HealthAssessmentApplyConfiguration represents a declarative configuration of the HealthAssessment type for use
@@ -30,14 +29,14 @@ import (
 type HealthAssessmentApplyConfiguration struct {
 	// globalRuleSetSelector selects GlobalHealthRuleSets. Not set selects
 	// none; {} selects all.
-	GlobalRuleSetSelector *v1.LabelSelectorApplyConfiguration `json:"globalRuleSetSelector,omitempty"`
+	GlobalRuleSetSelector *LabelSelectorApplyConfiguration `json:"globalRuleSetSelector,omitempty"`
 	// localRuleSetSelector selects HealthRuleSets in the Release's
 	// namespace. Not set selects none; {} selects all.
-	LocalRuleSetSelector *v1.LabelSelectorApplyConfiguration `json:"localRuleSetSelector,omitempty"`
+	LocalRuleSetSelector *LabelSelectorApplyConfiguration `json:"localRuleSetSelector,omitempty"`
 	// deadline after the first failure of a resource, past which it is
 	// Degraded instead of Progressing. Without it a failing resource stays
 	// Progressing.
-	Deadline *metav1.Duration `json:"deadline,omitempty"`
+	Deadline *v1.Duration `json:"deadline,omitempty"`
 }
 
 // HealthAssessmentApplyConfiguration constructs a declarative configuration of the HealthAssessment type for use with
@@ -49,7 +48,7 @@ func HealthAssessment() *HealthAssessmentApplyConfiguration {
 // WithGlobalRuleSetSelector sets the GlobalRuleSetSelector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the GlobalRuleSetSelector field is set to the value of the last call.
-func (b *HealthAssessmentApplyConfiguration) WithGlobalRuleSetSelector(value *v1.LabelSelectorApplyConfiguration) *HealthAssessmentApplyConfiguration {
+func (b *HealthAssessmentApplyConfiguration) WithGlobalRuleSetSelector(value *LabelSelectorApplyConfiguration) *HealthAssessmentApplyConfiguration {
 	b.GlobalRuleSetSelector = value
 	return b
 }
@@ -57,7 +56,7 @@ func (b *HealthAssessmentApplyConfiguration) WithGlobalRuleSetSelector(value *v1
 // WithLocalRuleSetSelector sets the LocalRuleSetSelector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the LocalRuleSetSelector field is set to the value of the last call.
-func (b *HealthAssessmentApplyConfiguration) WithLocalRuleSetSelector(value *v1.LabelSelectorApplyConfiguration) *HealthAssessmentApplyConfiguration {
+func (b *HealthAssessmentApplyConfiguration) WithLocalRuleSetSelector(value *LabelSelectorApplyConfiguration) *HealthAssessmentApplyConfiguration {
 	b.LocalRuleSetSelector = value
 	return b
 }
@@ -65,7 +64,7 @@ func (b *HealthAssessmentApplyConfiguration) WithLocalRuleSetSelector(value *v1.
 // WithDeadline sets the Deadline field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Deadline field is set to the value of the last call.
-func (b *HealthAssessmentApplyConfiguration) WithDeadline(value metav1.Duration) *HealthAssessmentApplyConfiguration {
+func (b *HealthAssessmentApplyConfiguration) WithDeadline(value v1.Duration) *HealthAssessmentApplyConfiguration {
 	b.Deadline = &value
 	return b
 }

@@ -18,21 +18,17 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
-)
-
 // MutationTargetApplyConfiguration represents a declarative configuration of the MutationTarget type for use
 // with apply.
 //
 // MutationTarget selects rendered objects. Empty fields match all.
 type MutationTargetApplyConfiguration struct {
-	Group         *string                             `json:"group,omitempty"`
-	Version       *string                             `json:"version,omitempty"`
-	Kind          *string                             `json:"kind,omitempty"`
-	Name          *string                             `json:"name,omitempty"`
-	Namespace     *string                             `json:"namespace,omitempty"`
-	LabelSelector *v1.LabelSelectorApplyConfiguration `json:"labelSelector,omitempty"`
+	Group         *string                          `json:"group,omitempty"`
+	Version       *string                          `json:"version,omitempty"`
+	Kind          *string                          `json:"kind,omitempty"`
+	Name          *string                          `json:"name,omitempty"`
+	Namespace     *string                          `json:"namespace,omitempty"`
+	LabelSelector *LabelSelectorApplyConfiguration `json:"labelSelector,omitempty"`
 }
 
 // MutationTargetApplyConfiguration constructs a declarative configuration of the MutationTarget type for use with
@@ -84,7 +80,7 @@ func (b *MutationTargetApplyConfiguration) WithNamespace(value string) *Mutation
 // WithLabelSelector sets the LabelSelector field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the LabelSelector field is set to the value of the last call.
-func (b *MutationTargetApplyConfiguration) WithLabelSelector(value *v1.LabelSelectorApplyConfiguration) *MutationTargetApplyConfiguration {
+func (b *MutationTargetApplyConfiguration) WithLabelSelector(value *LabelSelectorApplyConfiguration) *MutationTargetApplyConfiguration {
 	b.LabelSelector = value
 	return b
 }

@@ -1,0 +1,49 @@
+# convoy-apiserver. `make run` starts a local control plane with
+# convoy-apiserver registered; `make test` runs every test.
+
+GO        ?= go
+BIN_DIR   := bin
+LOCAL_DIR ?= $(or $(CONVOY_LOCAL_DIR),.local)
+GOTEST_FLAGS ?=
+
+.PHONY: all build testbin test test-unit test-e2e verify run clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN_DIR)/convoy-apiserver ./cmd/convoy-apiserver
+	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
+
+## testbin: build (once) kube-apiserver, kubectl and etcd into ~/.cache/convoy/testbin
+testbin:
+	@hack/testbin.sh >/dev/null
+
+## test: unit tests, then the e2e tests against a real etcd and kube-apiserver
+test: testbin
+	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) ./...
+
+test-unit:
+	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane)
+
+test-e2e: testbin
+	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -count=1 -v ./test/e2e/...
+
+## verify: generated code is current, code is formatted and vetted
+verify:
+	hack/verify-codegen.sh
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	cd hack/tools/testbin && $(GO) mod verify >/dev/null
+
+## run: a local control plane with convoy-apiserver and an example Release, until Ctrl-C
+run: build
+	@bindir=$$(hack/testbin.sh) && exec $(BIN_DIR)/local-up \
+		--dir "$(LOCAL_DIR)" \
+		--bin-dir "$$bindir" \
+		--convoy-apiserver "$(BIN_DIR)/convoy-apiserver" \
+		--crds artifacts/crds \
+		--manifests artifacts/rbac \
+		--examples artifacts/examples
+
+clean:
+	rm -rf $(BIN_DIR) $(LOCAL_DIR)

@@ -1,0 +1,244 @@
+// Package app holds the options and the start-up of convoy-apiserver.
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
+	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/logs"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/component-base/term"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	netutils "k8s.io/utils/net"
+
+	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
+	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+)
+
+func init() {
+	// Logging options read their feature gates (ContextualLogging, ...) from
+	// the default gate, so they must be registered there.
+	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
+}
+
+// Options are the flags of convoy-apiserver.
+type Options struct {
+	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
+	Authentication *genericoptions.DelegatingAuthenticationOptions
+	Authorization  *genericoptions.DelegatingAuthorizationOptions
+	Audit          *genericoptions.AuditOptions
+	Features       *genericoptions.FeatureOptions
+	Logs           *logsapi.LoggingConfiguration
+
+	// Kubeconfig is the cluster convoy-apiserver runs in and reads Releases
+	// from; empty means in-cluster.
+	Kubeconfig string
+	// KubeAPIQPS and KubeAPIBurst limit the client of that cluster.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// Resync is the resync period of the informers.
+	Resync time.Duration
+
+	// restConfig is set by Complete.
+	restConfig *rest.Config
+}
+
+// NewOptions returns Options with the defaults of convoy-apiserver.
+func NewOptions() *Options {
+	o := &Options{
+		SecureServing:  genericoptions.NewSecureServingOptions().WithLoopback(),
+		Authentication: genericoptions.NewDelegatingAuthenticationOptions(),
+		Authorization:  genericoptions.NewDelegatingAuthorizationOptions(),
+		Audit:          genericoptions.NewAuditOptions(),
+		Features:       genericoptions.NewFeatureOptions(),
+		Logs:           logs.NewOptions(),
+		KubeAPIQPS:     50,
+		KubeAPIBurst:   100,
+		Resync:         2 * time.Minute,
+	}
+	o.SecureServing.BindPort = 6443
+	o.SecureServing.ServerCert.CertDirectory = ""
+	o.SecureServing.ServerCert.PairName = "convoy-apiserver"
+	// Health and metrics are for the kubelet and Prometheus without delegation.
+	o.Authorization.WithAlwaysAllowPaths("/healthz", "/readyz", "/livez").WithAlwaysAllowGroups("system:masters")
+	// No etcd and no FlowSchemas of our own: priority and fairness is the
+	// kube-apiserver's job in front of us.
+	o.Features.EnablePriorityAndFairness = false
+	return o
+}
+
+// Flags returns the flags of o, in named sections for the help text.
+func (o *Options) Flags() cliflag.NamedFlagSets {
+	var fss cliflag.NamedFlagSets
+	o.SecureServing.AddFlags(fss.FlagSet("secure serving"))
+	o.Authentication.AddFlags(fss.FlagSet("authentication"))
+	o.Authorization.AddFlags(fss.FlagSet("authorization"))
+	o.Audit.AddFlags(fss.FlagSet("auditing"))
+	features := fss.FlagSet("features")
+	features.BoolVar(&o.Features.EnableProfiling, "profiling", o.Features.EnableProfiling, "Enable profiling via web interface host:port/debug/pprof/")
+	utilfeature.DefaultMutableFeatureGate.AddFlag(features)
+	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
+
+	cluster := fss.FlagSet("cluster")
+	cluster.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the cluster that holds the Releases; empty means in-cluster.")
+	cluster.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API.")
+	cluster.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API.")
+	cluster.DurationVar(&o.Resync, "resync", o.Resync, "Resync period of the informers.")
+	return fss
+}
+
+// Complete fills in what the flags leave open: the client config, and a
+// self-signed serving certificate when none is given.
+func (o *Options) Complete() error {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig %q: %w", o.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	cfg.UserAgent = apiserver.Name
+	o.restConfig = cfg
+
+	if o.Kubeconfig != "" {
+		if o.Authentication.RemoteKubeConfigFile == "" {
+			o.Authentication.RemoteKubeConfigFile = o.Kubeconfig
+		}
+		if o.Authorization.RemoteKubeConfigFile == "" {
+			o.Authorization.RemoteKubeConfigFile = o.Kubeconfig
+		}
+	}
+
+	// For development only: a real deployment mounts a certificate.
+	if err := o.SecureServing.MaybeDefaultWithSelfSignedCerts("localhost", nil, []net.IP{netutils.ParseIPSloppy("127.0.0.1")}); err != nil {
+		return fmt.Errorf("creating self-signed certificates: %w", err)
+	}
+	return nil
+}
+
+// Validate checks the options.
+func (o *Options) Validate() error {
+	var errs []error
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
+	errs = append(errs, o.Features.Validate()...)
+	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
+	}
+	if o.Resync <= 0 {
+		errs = append(errs, fmt.Errorf("--resync must be positive"))
+	}
+	return utilerrors.NewAggregate(errs)
+}
+
+// Config builds the server configuration.
+func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
+	kubeClient, err := kubernetes.NewForConfig(o.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	convoy, err := convoyclient.NewForConfig(o.restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating convoy client: %w", err)
+	}
+
+	config := apiserver.NewConfig()
+	generic := config.Generic
+	generic.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	generic.FeatureGate = utilfeature.DefaultFeatureGate
+	if err := o.SecureServing.ApplyTo(&generic.SecureServing, &generic.LoopbackClientConfig); err != nil {
+		return nil, err
+	}
+	if err := o.Authentication.ApplyTo(&generic.Authentication, generic.SecureServing, generic.OpenAPIConfig); err != nil {
+		return nil, err
+	}
+	if err := o.Authorization.ApplyTo(&generic.Authorization); err != nil {
+		return nil, err
+	}
+	if err := o.Audit.ApplyTo(generic); err != nil {
+		return nil, err
+	}
+	if err := o.Features.ApplyTo(generic, kubeClient, nil); err != nil {
+		return nil, err
+	}
+
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubeClient.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	hostname, _ := os.Hostname()
+	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, apiserver.Name+"/"+hostname)
+
+	config.Extra = apiserver.ExtraConfig{
+		SyncRequester: convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{}),
+		KubeInformers: informers.NewSharedInformerFactory(kubeClient, o.Resync),
+	}
+	return config, nil
+}
+
+// Run starts the server and blocks until ctx is done.
+func (o *Options) Run(ctx context.Context) error {
+	config, err := o.Config(ctx)
+	if err != nil {
+		return err
+	}
+	server, err := config.New()
+	if err != nil {
+		return err
+	}
+	server.GenericAPIServer.AddPostStartHookOrDie("start-informers", func(hook genericapiserver.PostStartHookContext) error {
+		config.Extra.KubeInformers.Start(hook.Done())
+		return nil
+	})
+	klog.FromContext(ctx).Info("Starting convoy-apiserver")
+	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
+}
+
+// NewCommand returns the convoy-apiserver command.
+func NewCommand(ctx context.Context) *cobra.Command {
+	o := NewOptions()
+	cmd := &cobra.Command{
+		Use:          "convoy-apiserver",
+		Short:        "Serves the Release subresources of convoy and runs its drift and health loops",
+		SilenceUsage: true,
+		PersistentPreRunE: func(*cobra.Command, []string) error {
+			return logsapi.ValidateAndApply(o.Logs, utilfeature.DefaultFeatureGate)
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(c.Context())
+		},
+		Args: cobra.NoArgs,
+	}
+	cmd.SetContext(ctx)
+	fss := o.Flags()
+	for _, f := range fss.FlagSets {
+		cmd.Flags().AddFlagSet(f)
+	}
+	cols, _, _ := term.TerminalSize(cmd.OutOrStdout())
+	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
+	return cmd
+}

@@ -1,0 +1,247 @@
+//go:build unix
+
+// Command local-up runs convoy locally (what `make run` runs): etcd,
+// kube-apiserver and convoy-apiserver registered as an aggregated API server,
+// with the CRDs, RBAC and examples applied. It prints how to reach the
+// cluster and runs until SIGINT or SIGTERM, then stops every process.
+//
+//	go run ./hack/local-up --bin-dir=$(hack/testbin.sh) --convoy-apiserver=bin/convoy-apiserver [-- convoy-apiserver flags]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kumodo/convoy-apiserver/internal/controlplane"
+)
+
+// marker tells a directory that local-up may wipe from one it must not touch.
+const marker = ".convoy-local-up"
+
+// listFlag is a repeatable flag that also splits on commas; the first use
+// replaces the default.
+type listFlag struct {
+	vals    []string
+	touched bool
+}
+
+func (l *listFlag) String() string { return strings.Join(l.vals, ",") }
+
+func (l *listFlag) Set(v string) error {
+	if !l.touched {
+		l.vals, l.touched = nil, true
+	}
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			l.vals = append(l.vals, s)
+		}
+	}
+	return nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "local-up:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	defDir := os.Getenv("CONVOY_LOCAL_DIR")
+	if defDir == "" {
+		defDir = ".local"
+	}
+	manifests := listFlag{vals: []string{"artifacts/rbac"}}
+	dir := flag.String("dir", defDir, "working directory, wiped at start except its kubeconfig file; default from $CONVOY_LOCAL_DIR")
+	binDir := flag.String("bin-dir", "", "directory with etcd, kube-apiserver and kubectl (output of hack/testbin.sh); required")
+	convoy := flag.String("convoy-apiserver", "", "path of the convoy-apiserver binary; empty: run without it")
+	crds := flag.String("crds", "artifacts/crds", "directory of CRD manifests, applied first; empty: none")
+	flag.Var(&manifests, "manifests", "directories applied after the CRDs, in order (repeatable or comma-separated)")
+	examples := flag.String("examples", "artifacts/examples", "directory applied last; skipped if missing")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- convoy-apiserver flags]\n", filepath.Base(os.Args[0]))
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *binDir == "" {
+		flag.Usage()
+		return errors.New("--bin-dir is required")
+	}
+	if *convoy != "" {
+		abs, err := filepath.Abs(*convoy)
+		if err != nil {
+			return err
+		}
+		*convoy = abs
+	}
+	absDir, err := filepath.Abs(*dir)
+	if err != nil {
+		return err
+	}
+	if err := prepareDir(absDir); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		Dir:             absDir,
+		BinDir:          *binDir,
+		CRDDir:          *crds,
+		ManifestDirs:    manifests.vals,
+		ConvoyAPIServer: *convoy,
+		ConvoyArgs:      flag.Args(),
+		Out:             os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(os.Stderr, "local-up: stopping")
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "local-up: stop:", err)
+		}
+	}()
+
+	ns, name := "demo", "podinfo"
+	if *examples != "" {
+		if _, err := os.Stat(*examples); err == nil {
+			if err := applyExamples(ctx, cp, *examples); err != nil {
+				return err
+			}
+			if n, m, ok := firstRelease(ctx, cp); ok {
+				ns, name = n, m
+			}
+		} else {
+			fmt.Fprintf(os.Stderr, "local-up: no examples at %s, skipped\n", *examples)
+		}
+	}
+
+	kubeconfig := filepath.Join(absDir, "kubeconfig")
+	if err := copyFile(cp.AdminKubeconfig(), kubeconfig); err != nil {
+		return err
+	}
+
+	group := "/apis/subresources.convoy.kumodo.io/v1alpha1"
+	fmt.Printf("\nconvoy is running locally (logs in %s).\n\n", filepath.Join(absDir, "logs"))
+	fmt.Printf("export KUBECONFIG=%s\n\n", kubeconfig)
+	fmt.Println("Try:")
+	fmt.Println("  kubectl get releases -A")
+	fmt.Printf("  kubectl get --raw %s | jq\n", group)
+	fmt.Printf("  kubectl create --raw %s/namespaces/%s/releases/%s/sync -f - <<<'{}'\n", group, ns, name)
+	if *convoy == "" {
+		fmt.Println("\n(convoy-apiserver was not started: --convoy-apiserver is empty, so the last two fail.)")
+	}
+	fmt.Println("\nPress Ctrl-C to stop.")
+
+	if p := cp.ConvoyAPIServer(); p != nil {
+		// Stop early, with the log, if convoy-apiserver dies.
+		go func() {
+			for ctx.Err() == nil {
+				if done, err := p.Exited(); done {
+					fmt.Fprintf(os.Stderr, "local-up: convoy-apiserver exited (%v); see %s\n", err, p.LogFile())
+					stop()
+					return
+				}
+				time.Sleep(time.Second)
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// prepareDir empties dir for a fresh run, keeping only the kubeconfig file. A
+// non-empty directory without the marker of an earlier run is refused, so a
+// wrong --dir cannot wipe anything else.
+func prepareDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+			return fmt.Errorf("%s is not empty and was not made by local-up (no %s); refusing to wipe it", dir, marker)
+		}
+		for _, e := range entries {
+			if e.Name() == "kubeconfig" {
+				continue
+			}
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("wipe %s: %w", dir, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, marker), []byte("working directory of hack/local-up; wiped at every start\n"), 0o644)
+}
+
+// applyExamples applies dir server-side, retrying a few times: a file may
+// need a namespace that a later file creates.
+func applyExamples(ctx context.Context, cp *controlplane.ControlPlane, dir string) error {
+	var out []byte
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(2 * time.Second):
+			}
+		}
+		cmd := cp.Kubectl("apply", "--server-side", "--force-conflicts", "-f", dir)
+		if out, err = cmd.CombinedOutput(); err == nil {
+			fmt.Fprintf(os.Stderr, "local-up: applied %s\n%s", dir, out)
+			return nil
+		}
+	}
+	return fmt.Errorf("apply %s: %w\n%s", dir, err, out)
+}
+
+// firstRelease returns a Release to put in the printed examples.
+func firstRelease(ctx context.Context, cp *controlplane.ControlPlane) (ns, name string, ok bool) {
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return "", "", false
+	}
+	gvr := schema.GroupVersionResource{Group: "convoy.kumodo.io", Version: "v1alpha1", Resource: "releases"}
+	list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil || len(list.Items) == 0 {
+		return "", "", false
+	}
+	return list.Items[0].GetNamespace(), list.Items[0].GetName(), true
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

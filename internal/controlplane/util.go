@@ -1,0 +1,107 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// errNotYet is what a poll condition returns while it keeps waiting, wrapping
+// the reason that goes into the timeout error.
+type errNotYet struct{ reason error }
+
+func (e errNotYet) Error() string { return e.reason.Error() }
+func (e errNotYet) Unwrap() error { return e.reason }
+
+func notYet(format string, args ...any) error { return errNotYet{fmt.Errorf(format, args...)} }
+
+// poll calls cond every interval until it returns nil, a permanent error (any
+// error that is not from notYet), or timeout passes. The timeout error carries
+// the last reason given.
+func poll(ctx context.Context, timeout, interval time.Duration, what string, cond func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		err := cond(ctx)
+		if err == nil {
+			return nil
+		}
+		var ny errNotYet
+		if !errors.As(err, &ny) {
+			return err
+		}
+		last = ny.reason
+		select {
+		case <-ctx.Done():
+			if parent := context.Cause(ctx); errors.Is(parent, context.Canceled) {
+				return fmt.Errorf("waiting for %s: %w (last: %v)", what, parent, last)
+			}
+			return fmt.Errorf("timed out after %s waiting for %s: %w", timeout, what, last)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// credentials of one kubeconfig user.
+type credentials struct {
+	name            string
+	certPEM, keyPEM []byte
+	token           string
+}
+
+// writeKubeconfig writes a single-context kubeconfig and returns the matching
+// rest.Config.
+func writeKubeconfig(path, server string, caPEM []byte, cred credentials) (*rest.Config, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["convoy-local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos[cred.name] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cred.certPEM,
+		ClientKeyData:         cred.keyPEM,
+		Token:                 cred.token,
+	}
+	cfg.Contexts["convoy-local"] = &clientcmdapi.Context{Cluster: "convoy-local", AuthInfo: cred.name}
+	cfg.CurrentContext = "convoy-local"
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create directory of %s: %w", path, err)
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return nil, fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return &rest.Config{
+		Host:            server,
+		BearerToken:     cred.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: caPEM, CertData: cred.certPEM, KeyData: cred.keyPEM},
+		QPS:             50,
+		Burst:           100,
+	}, nil
+}
+
+var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func safeFileName(s string) string {
+	s = unsafeFileChars.ReplaceAllString(s, "_")
+	if s == "" || s == "." || s == ".." {
+		s = "_"
+	}
+	return s
+}

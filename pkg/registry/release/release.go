@@ -1,0 +1,45 @@
+// Package release holds the REST storage of the aggregated group
+// subresources.convoy.kumodo.io: the stub releases parent and its
+// subresources. The engines behind them live in plain packages (pkg/sync,
+// pkg/desired, pkg/compare, pkg/inventory) that the observer's loops share.
+package release
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+)
+
+// Storage is the REST storage of the group's only version, keyed by resource
+// path as genericapiserver.APIGroupInfo wants it.
+func Storage(requester *convoysync.Requester) map[string]rest.Storage {
+	return map[string]rest.Storage{
+		"releases":      &REST{},
+		"releases/sync": NewSyncREST(requester),
+	}
+}
+
+// REST is the stub parent of the subresources. It serves no verb: the Release
+// objects are the CRDs of convoy.kumodo.io, and the API server needs a parent
+// storage to install subresources under.
+type REST struct{}
+
+var (
+	_ rest.Storage              = &REST{}
+	_ rest.Scoper               = &REST{}
+	_ rest.SingularNameProvider = &REST{}
+)
+
+// New implements rest.Storage.
+func (*REST) New() runtime.Object { return &subresourcesv1alpha1.Release{} }
+
+// Destroy implements rest.Storage.
+func (*REST) Destroy() {}
+
+// NamespaceScoped implements rest.Scoper.
+func (*REST) NamespaceScoped() bool { return true }
+
+// GetSingularName implements rest.SingularNameProvider.
+func (*REST) GetSingularName() string { return "release" }

@@ -1,0 +1,77 @@
+package release
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+)
+
+// SyncREST serves POST releases/NAME/sync.
+type SyncREST struct {
+	requester *convoysync.Requester
+	rest.TableConvertor
+}
+
+var (
+	_ rest.NamedCreater = &SyncREST{}
+	_ rest.Scoper       = &SyncREST{}
+)
+
+// NewSyncREST returns the storage of releases/sync.
+func NewSyncREST(requester *convoysync.Requester) *SyncREST {
+	return &SyncREST{requester: requester, TableConvertor: syncTable}
+}
+
+// New implements rest.Storage.
+func (*SyncREST) New() runtime.Object { return &subresourcesv1alpha1.ReleaseSync{} }
+
+// Destroy implements rest.Storage.
+func (*SyncREST) Destroy() {}
+
+// NamespaceScoped implements rest.Scoper.
+func (*SyncREST) NamespaceScoped() bool { return true }
+
+// Create records a sync request for the Release name.
+func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+	req, ok := obj.(*subresourcesv1alpha1.ReleaseSync)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a ReleaseSync, got %T", obj))
+	}
+	if req.Name != "" && req.Name != name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("metadata.name %q of the ReleaseSync does not match the release %q in the path", req.Name, name))
+	}
+	namespace, ok := genericapirequest.NamespaceFrom(ctx)
+	if !ok || namespace == "" {
+		return nil, apierrors.NewBadRequest("a namespace is required")
+	}
+	if createValidation != nil {
+		if err := createValidation(ctx, req); err != nil {
+			return nil, err
+		}
+	}
+	requester := "unknown"
+	if u, ok := genericapirequest.UserFrom(ctx); ok {
+		requester = u.GetName()
+	}
+
+	at, err := r.requester.Request(ctx, namespace, name, requester, "")
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, apierrors.NewNotFound(subresourcesv1alpha1.Resource("releases"), name)
+		}
+		return nil, apierrors.NewInternalError(err)
+	}
+	return &subresourcesv1alpha1.ReleaseSync{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Namespace: namespace},
+		RequestedAt: &at,
+		RequestedBy: requester,
+	}, nil
+}

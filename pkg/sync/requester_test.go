@@ -1,0 +1,81 @@
+package sync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
+)
+
+func TestRequest(t *testing.T) {
+	now := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{
+		Name: "web", Namespace: "shop", Annotations: map[string]string{"keep": "me"},
+	}}
+	client := fake.NewClientset(release)
+	recorder := events.NewFakeRecorder(10)
+	r := NewRequester(client.ConvoyV1alpha1(), recorder, clocktesting.NewFakePassiveClock(now))
+
+	at, err := r.Request(context.Background(), "shop", "web", "alice", "")
+	require.NoError(t, err)
+	assert.Equal(t, now.Truncate(time.Microsecond), at.Time.Truncate(time.Microsecond))
+
+	got, err := client.ConvoyV1alpha1().Releases("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "2026-11-30T10:00:00.123456Z", got.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt])
+	assert.Equal(t, "me", got.Annotations["keep"], "other annotations stay")
+	recorded, ok := RequestedAt(got)
+	require.True(t, ok)
+	assert.Equal(t, now.Truncate(time.Microsecond), recorded)
+
+	require.Len(t, recorder.Events, 1)
+	assert.Equal(t, "Normal SyncRequested Sync requested by alice", <-recorder.Events)
+
+	_, err = r.Request(context.Background(), "shop", "web", "convoy-observe", "drift found")
+	require.NoError(t, err)
+	assert.Equal(t, "Normal SyncRequested Sync requested by convoy-observe: drift found", <-recorder.Events)
+}
+
+func TestRequestMissingRelease(t *testing.T) {
+	recorder := events.NewFakeRecorder(10)
+	r := NewRequester(fake.NewClientset().ConvoyV1alpha1(), recorder, clocktesting.NewFakePassiveClock(time.Now()))
+	_, err := r.Request(context.Background(), "shop", "nope", "alice", "")
+	require.Error(t, err)
+	assert.True(t, apierrors.IsNotFound(err), "NotFound is kept: %v", err)
+	assert.Contains(t, err.Error(), "shop/nope")
+	assert.Empty(t, recorder.Events, "no event for a request that was not recorded")
+}
+
+func TestRequestedAt(t *testing.T) {
+	cases := []struct {
+		name       string
+		annotation *string
+		want       time.Time
+		ok         bool
+	}{
+		{name: "none"},
+		{name: "microseconds", annotation: new("2026-11-30T10:00:00.000001Z"), want: time.Date(2026, 11, 30, 10, 0, 0, 1000, time.UTC), ok: true},
+		{name: "seconds", annotation: new("2026-11-30T10:00:00Z"), want: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), ok: true},
+		{name: "garbage", annotation: new("yesterday")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &convoyv1alpha1.Release{}
+			if tc.annotation != nil {
+				r.Annotations = map[string]string{convoyv1alpha1.AnnotationSyncRequestedAt: *tc.annotation}
+			}
+			got, ok := RequestedAt(r)
+			assert.Equal(t, tc.ok, ok)
+			assert.True(t, tc.want.Equal(got), "got %s want %s", got, tc.want)
+		})
+	}
+}

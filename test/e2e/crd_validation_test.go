@@ -1,0 +1,98 @@
+//go:build unix
+
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCRDValidation(t *testing.T) {
+	ns := newNamespace(t)
+	release := func(spec string) string {
+		return fmt.Sprintf("apiVersion: convoy.kumodo.io/v1alpha1\nkind: Release\nmetadata:\n  name: r\n  namespace: %s\nspec:\n%s", ns, spec)
+	}
+	cases := []struct {
+		name    string
+		object  string
+		wantErr string // empty: accepted
+	}{
+		{name: "valid release", object: release(`
+  source: {configMap: {name: m}}
+  syncPolicy: {automatic: {}, interval: 1m}
+  healthAssessment:
+    globalRuleSetSelector: {matchLabels: {convoy.kumodo.io/default: "true"}}
+    localRuleSetSelector: {}
+    deadline: 30s
+  mutations:
+  - target: {kind: Deployment, labelSelector: {matchExpressions: [{key: app, operator: In, values: [a]}]}}
+    labels: {team: x}
+  - jsonPatch: [{op: replace, path: /spec/replicas, value: 3}]`)},
+		{name: "no source", object: release(`
+  source: {}`), wantErr: "exactly one of configMap, helmRepository or ociRepository must be set"},
+		{name: "two sources at once", object: release(`
+  source:
+    configMap: {name: m}
+    ociRepository: {url: "oci://example.test/chart"}`), wantErr: "exactly one of configMap, helmRepository or ociRepository must be set"},
+		{name: "bad selector operator", object: release(`
+  source: {configMap: {name: m}}
+  healthAssessment:
+    globalRuleSetSelector: {matchExpressions: [{key: a, operator: Maybe, values: [b]}]}`), wantErr: `Unsupported value: "Maybe"`},
+		{name: "selector In without values", object: release(`
+  source: {configMap: {name: m}}
+  healthAssessment:
+    localRuleSetSelector: {matchExpressions: [{key: a, operator: In}]}`), wantErr: "values must be set for the operators In and NotIn, and only for them"},
+		{name: "bad mutation target selector", object: release(`
+  source: {configMap: {name: m}}
+  mutations:
+  - target: {labelSelector: {matchExpressions: [{key: a, operator: Exists, values: [b]}]}}
+    labels: {a: b}`), wantErr: "values must be set for the operators In and NotIn, and only for them"},
+		{name: "negative interval", object: release(`
+  source: {configMap: {name: m}}
+  syncPolicy: {interval: -5m}`), wantErr: "interval must be positive"},
+		{name: "zero deadline", object: release(`
+  source: {configMap: {name: m}}
+  healthAssessment: {deadline: 0s}`), wantErr: "deadline must be positive"},
+		{name: "two mutation kinds at once", object: release(`
+  source: {configMap: {name: m}}
+  mutations:
+  - labels: {a: b}
+    annotations: {c: d}`), wantErr: "exactly one of patch, jsonPatch, labels or annotations must be set"},
+		{name: "bad pin", object: release(`
+  source: {configMap: {name: m}}
+  pin: {renderRef: not-a-ref}`), wantErr: "spec.pin.renderRef"},
+		{name: "bad values kind", object: release(`
+  source: {configMap: {name: m}}
+  content: {valuesFrom: [{kind: Pod, name: x}]}`), wantErr: "spec.content.valuesFrom[0].kind"},
+		{name: "rule set without rules", object: `apiVersion: convoy.kumodo.io/v1alpha1
+kind: GlobalHealthRuleSet
+metadata: {name: empty}
+spec: {rules: []}`, wantErr: "spec.rules"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := kubectl(t, "", tc.object, "create", "--dry-run=server", "-f", "-")
+			if tc.wantErr == "" {
+				require.NoError(t, r.err, r.stderr)
+				return
+			}
+			require.Error(t, r.err, "accepted: %s", r.stdout)
+			assert.Contains(t, r.stderr, tc.wantErr)
+		})
+	}
+}
+
+func TestCRDDefaults(t *testing.T) {
+	ns := newNamespace(t)
+	out := mustKubectl(t, "", fmt.Sprintf(`apiVersion: convoy.kumodo.io/v1alpha1
+kind: Release
+metadata: {name: r, namespace: %s}
+spec:
+  source: {configMap: {name: m}}
+  content: {valuesFrom: [{kind: ConfigMap, name: v}]}
+`, ns), "create", "--dry-run=server", "-f", "-", "-o", "jsonpath={.spec.syncPolicy.interval} {.spec.content.valuesFrom[0].key}")
+	assert.Equal(t, "5m values.yaml", out)
+}

@@ -1,0 +1,149 @@
+//go:build unix
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+)
+
+const subresourcesAPI = "/apis/subresources.convoy.kumodo.io/v1alpha1"
+
+func kubeClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(env.cp.AdminConfig())
+	require.NoError(t, err)
+	return c
+}
+
+func convoyClient(t *testing.T) convoyclient.Interface {
+	t.Helper()
+	c, err := convoyclient.NewForConfig(env.cp.AdminConfig())
+	require.NoError(t, err)
+	return c
+}
+
+var nsCounter atomic.Int32
+
+// newNamespace creates a namespace of its own for a test. There is no
+// namespace controller in the control plane, so it is not deleted afterwards.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), nsCounter.Add(1))
+	if len(name) > 63 {
+		name = fmt.Sprintf("e2e-%d-%d", time.Now().UnixNano()%1e9, nsCounter.Add(1))
+	}
+	_, err := kubeClient(t).CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return name
+}
+
+// kubectlResult is what a kubectl run printed.
+type kubectlResult struct {
+	stdout, stderr string
+	err            error
+}
+
+// kubectl runs the control plane's kubectl as the user of kubeconfig
+// (empty: the admin), with stdin.
+func kubectl(t *testing.T, kubeconfig, stdin string, args ...string) kubectlResult {
+	t.Helper()
+	if kubeconfig == "" {
+		kubeconfig = env.cp.AdminKubeconfig()
+	}
+	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "KUBECACHEDIR="+filepath.Join(t.TempDir(), "cache"))
+	var out, errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+	err := cmd.Run()
+	return kubectlResult{stdout: out.String(), stderr: errOut.String(), err: err}
+}
+
+// mustKubectl is kubectl that fails the test when kubectl fails.
+func mustKubectl(t *testing.T, kubeconfig, stdin string, args ...string) string {
+	t.Helper()
+	r := kubectl(t, kubeconfig, stdin, args...)
+	require.NoError(t, r.err, "kubectl %s: %s", strings.Join(args, " "), r.stderr)
+	return r.stdout
+}
+
+// user returns the kubeconfig of a user with no rights beyond RBAC.
+func user(t *testing.T, name string) string {
+	t.Helper()
+	path, _, err := env.cp.UserKubeconfig(name)
+	require.NoError(t, err)
+	return path
+}
+
+// grant binds user to a Role with rules in namespace.
+func grant(t *testing.T, namespace, userName string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	c := kubeClient(t)
+	name := "e2e-" + userName
+	_, err := c.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      rules,
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: userName}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// subresourceRule allows verbs on releases/<subresource> of the aggregated group.
+func subresourceRule(subresource string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{
+		APIGroups: []string{"subresources.convoy.kumodo.io"},
+		Resources: []string{"releases/" + subresource},
+		Verbs:     verbs,
+	}
+}
+
+// newRelease creates a Release that renders the ConfigMap name+"-manifests".
+func newRelease(t *testing.T, namespace, name string) *convoyv1alpha1.Release {
+	t.Helper()
+	r, err := convoyClient(t).ConvoyV1alpha1().Releases(namespace).Create(context.Background(), &convoyv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: convoyv1alpha1.ReleaseSpec{
+			Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: name + "-manifests"}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r
+}
+
+// eventually polls cond every 200ms for up to a minute and fails the test
+// with cond's last error.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true,
+		func(ctx context.Context) (bool, error) {
+			last = cond(ctx)
+			return last == nil, nil
+		})
+	require.NoError(t, err, "%s: %v", what, last)
+}
