@@ -141,7 +141,7 @@ func run() error {
 	fmt.Printf("export KUBECONFIG=%s\n\n", kubeconfig)
 	fmt.Println("Try:")
 	fmt.Println("  kubectl get releases -A")
-	fmt.Printf("  kubectl get --raw %s | jq\n", group)
+	fmt.Printf("  kubectl get --raw %s\n", group)
 	fmt.Printf("  kubectl create --raw %s/namespaces/%s/releases/%s/sync -f - <<<'{}'\n", group, ns, name)
 	if *convoy == "" {
 		fmt.Println("\n(convoy-apiserver was not started: --convoy-apiserver is empty, so the last two fail.)")

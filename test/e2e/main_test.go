@@ -23,9 +23,10 @@ import (
 var env *environment
 
 type environment struct {
-	cp     *controlplane.ControlPlane
-	binDir string
-	root   string
+	cp        *controlplane.ControlPlane
+	binDir    string
+	root      string
+	convoyBin string
 }
 
 func TestMain(m *testing.M) {
@@ -95,7 +96,7 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		}
 		return err
 	}
-	return &environment{cp: cp, binDir: binDir, root: root}, cleanup, nil
+	return &environment{cp: cp, binDir: binDir, root: root, convoyBin: convoyBin}, cleanup, nil
 }
 
 func output(dir, name string, args ...string) (string, error) {
