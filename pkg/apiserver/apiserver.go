@@ -3,7 +3,7 @@ package apiserver
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/informers"
@@ -11,7 +11,6 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	generatedopenapi "github.com/kumodo/convoy-apiserver/pkg/generated/openapi"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
 )
 
 // Name is the name of the server in logs, OpenAPI and health checks.
@@ -19,7 +18,7 @@ const Name = "convoy-apiserver"
 
 // ExtraConfig holds the engines the REST storage serves.
 type ExtraConfig struct {
-	SyncRequester *convoysync.Requester
+	Engines release.Engines
 	// KubeInformers are the informers of the cluster convoy-apiserver runs in.
 	KubeInformers informers.SharedInformerFactory
 }
@@ -51,15 +50,15 @@ type Server struct {
 
 // New builds the server and installs subresources.convoy.kumodo.io/v1alpha1.
 func (c *Config) New() (*Server, error) {
-	if c.Extra.SyncRequester == nil {
-		return nil, fmt.Errorf("a sync requester is required")
+	if e := c.Extra.Engines; e.Releases == nil || e.Resolver == nil || e.Redactor == nil || e.Requester == nil {
+		return nil, fmt.Errorf("every engine of the REST storage is required")
 	}
 	generic, err := c.Generic.Complete(c.Extra.KubeInformers).New(Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(c.Extra.SyncRequester)
+	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
+	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(c.Extra.Engines)
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing API group %s: %w", subresourcesv1alpha1.GroupName, err)
 	}

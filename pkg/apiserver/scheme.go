@@ -31,6 +31,7 @@ func init() {
 		&subresourcesv1alpha1.ReleasePreview{},
 		&subresourcesv1alpha1.ReleaseHealth{},
 		&subresourcesv1alpha1.ReleaseSync{},
+		&subresourcesv1alpha1.ReleaseRenderOptions{},
 	)
 	utilruntime.Must(Scheme.SetVersionPriority(subresourcesv1alpha1.SchemeGroupVersion))
 

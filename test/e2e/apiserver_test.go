@@ -30,9 +30,13 @@ func TestDiscoveryListsSubresources(t *testing.T) {
 	assert.Equal(t, "ReleaseSync", sync.Kind)
 	assert.True(t, sync.Namespaced)
 
+	require.Contains(t, resources, "releases/preview")
+	assert.Equal(t, metav1.Verbs{"get"}, resources["releases/preview"].Verbs)
+	assert.Equal(t, "ReleasePreview", resources["releases/preview"].Kind)
+
 	require.Contains(t, resources, "releases", "the stub parent is listed")
 	assert.Empty(t, resources["releases"].Verbs, "the stub parent serves no verb")
-	for _, notYet := range []string{"releases/diff", "releases/preview", "releases/health"} {
+	for _, notYet := range []string{"releases/diff", "releases/health"} {
 		assert.NotContains(t, resources, notYet, "subresources are registered by the issue that builds them")
 	}
 }

@@ -122,6 +122,11 @@ func subresourceRule(subresource string, verbs ...string) rbacv1.PolicyRule {
 	}
 }
 
+// rbacPolicy allows verbs on a resource of a group.
+func rbacPolicy(group, resource string, verbs ...string) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
+}
+
 // newRelease creates a Release that renders the ConfigMap name+"-manifests".
 func newRelease(t *testing.T, namespace, name string) *convoyv1alpha1.Release {
 	t.Helper()

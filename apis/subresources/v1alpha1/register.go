@@ -19,7 +19,7 @@ func Resource(resource string) schema.GroupResource {
 
 var (
 	// SchemeBuilder registers the types of this package.
-	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes, addConversionFuncs)
 	// AddToScheme adds the types of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
@@ -31,6 +31,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ReleasePreview{},
 		&ReleaseHealth{},
 		&ReleaseSync{},
+		&ReleaseRenderOptions{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

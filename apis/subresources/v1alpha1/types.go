@@ -168,3 +168,15 @@ type ReleaseSync struct {
 	// +optional
 	RequestedBy string `json:"requestedBy,omitempty"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// ReleaseRenderOptions are the query parameters of diff and preview.
+type ReleaseRenderOptions struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// render is the renderRef of a stored render to use instead of the
+	// desired render.
+	// +optional
+	Render string `json:"render,omitempty"`
+}

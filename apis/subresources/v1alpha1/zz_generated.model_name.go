@@ -57,6 +57,11 @@ func (in ReleasePreview) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReleaseRenderOptions) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseRenderOptions"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseSync) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseSync"
 }

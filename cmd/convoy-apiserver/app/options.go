@@ -29,8 +29,13 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
+	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
 )
 
@@ -187,8 +192,15 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	hostname, _ := os.Hostname()
 	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, apiserver.Name+"/"+hostname)
 
+	mapper := cluster.NewMapper(kubeClient.Discovery(), clock.RealClock{}, cluster.DefaultRefreshInterval)
+	renderer := render.NewRenderer(render.ClientInputs{Client: kubeClient}, mapper)
 	config.Extra = apiserver.ExtraConfig{
-		SyncRequester: convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{}),
+		Engines: release.Engines{
+			Releases:  convoy.ConvoyV1alpha1(),
+			Resolver:  desired.NewResolver(renderer, render.NewStore(kubeClient)),
+			Redactor:  redact.New(),
+			Requester: convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{}),
+		},
 		KubeInformers: informers.NewSharedInformerFactory(kubeClient, o.Resync),
 	}
 	return config, nil

@@ -9,15 +9,28 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
 )
 
+// Engines are what the REST storage serves from: the same engines the
+// observer's loops use.
+type Engines struct {
+	Releases  convoyclient.ReleasesGetter
+	Resolver  *desired.Resolver
+	Redactor  *redact.Redactor
+	Requester *convoysync.Requester
+}
+
 // Storage is the REST storage of the group's only version, keyed by resource
 // path as genericapiserver.APIGroupInfo wants it.
-func Storage(requester *convoysync.Requester) map[string]rest.Storage {
+func Storage(e Engines) map[string]rest.Storage {
 	return map[string]rest.Storage{
-		"releases":      &REST{},
-		"releases/sync": NewSyncREST(requester),
+		"releases":         &REST{},
+		"releases/preview": NewPreviewREST(e.Releases, e.Resolver, e.Redactor),
+		"releases/sync":    NewSyncREST(e.Requester),
 	}
 }
 

@@ -98,8 +98,8 @@ func TestSyncTable(t *testing.T) {
 }
 
 func TestStorageLayout(t *testing.T) {
-	storage := Storage(nil)
-	assert.ElementsMatch(t, []string{"releases", "releases/sync"}, keys(storage))
+	storage := Storage(Engines{})
+	assert.ElementsMatch(t, []string{"releases", "releases/preview", "releases/sync"}, keys(storage))
 	parent := storage["releases"].(*REST)
 	assert.True(t, parent.NamespaceScoped())
 	assert.Equal(t, "release", parent.GetSingularName())

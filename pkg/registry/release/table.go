@@ -45,3 +45,29 @@ var syncTable = tableConvertor[*subresourcesv1alpha1.ReleaseSync]{
 		return []any{s.Name, at, s.RequestedBy}
 	},
 }
+
+var previewTable = tableConvertor[*subresourcesv1alpha1.ReleasePreview]{
+	columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: "Name of the Release"},
+		{Name: "Render", Type: "string", Description: "renderRef of the desired render"},
+		{Name: "Source", Type: "string", Description: "Where the render comes from: Pinned, LastHealthy, Fresh or Stored"},
+		{Name: "Objects", Type: "integer", Description: "Number of objects in the render"},
+	},
+	row: func(p *subresourcesv1alpha1.ReleasePreview) []any {
+		return []any{p.Name, p.RenderRef, string(p.RenderSource), int64(len(p.Objects))}
+	},
+}
+
+var diffTable = tableConvertor[*subresourcesv1alpha1.ReleaseDiff]{
+	columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: "Name of the Release"},
+		{Name: "Result", Type: "string", Description: "InSync, Drifted or Undetermined"},
+		{Name: "Reason", Type: "string", Description: "Why the result is what it is"},
+		{Name: "Render", Type: "string", Description: "renderRef of the compared render"},
+		{Name: "Objects", Type: "integer", Description: "Number of objects compared"},
+		{Name: "Message", Type: "string", Description: "The first drifted or failing object"},
+	},
+	row: func(d *subresourcesv1alpha1.ReleaseDiff) []any {
+		return []any{d.Name, string(d.Result), d.Reason, d.RenderRef, int64(len(d.Objects)), d.Message}
+	},
+}

@@ -1,0 +1,107 @@
+package desired
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
+)
+
+const (
+	pinnedRef  = "1111111111111111"
+	healthyRef = "2222222222222222"
+	freshRef   = "3333333333333333"
+)
+
+type fakeStore struct {
+	renders map[string]*render.Render
+	err     error
+}
+
+func (s fakeStore) Get(_ context.Context, _, _, ref string) (*render.Render, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	if r, ok := s.renders[ref]; ok {
+		return r, nil
+	}
+	return nil, fmt.Errorf("ref %s: %w", ref, render.ErrNotStored)
+}
+
+type fakeRenderer struct{ err error }
+
+func (f fakeRenderer) Render(context.Context, *convoyv1alpha1.Release) (*render.Render, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &render.Render{Ref: freshRef}, nil
+}
+
+func TestResolve(t *testing.T) {
+	both := map[string]*render.Render{pinnedRef: {Ref: pinnedRef}, healthyRef: {Ref: healthyRef}}
+	pinned := func(r *convoyv1alpha1.Release) { r.Spec.Pin = &convoyv1alpha1.Pin{RenderRef: pinnedRef} }
+	rolledBack := func(r *convoyv1alpha1.Release) {
+		r.Status.Rollout = &convoyv1alpha1.RolloutStatus{Phase: convoyv1alpha1.RolloutRolledBack}
+		r.Status.LastHealthy = &convoyv1alpha1.RenderRecord{RenderRef: healthyRef}
+	}
+	renderFailed := &render.Error{Reason: "SourceNotFound", Message: "source ConfigMap x/y not found"}
+	storeDown := errors.New("connection refused")
+
+	cases := []struct {
+		name       string
+		mutate     []func(*convoyv1alpha1.Release)
+		stored     map[string]*render.Render
+		storeErr   error
+		renderErr  error
+		ref        string
+		wantSource subresourcesv1alpha1.RenderSource
+		wantRef    string
+		wantErr    error
+	}{
+		{name: "fresh", stored: both, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		{name: "pinned and stored", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: both,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef},
+		{name: "pinned wins over rolled back", mutate: []func(*convoyv1alpha1.Release){pinned, rolledBack}, stored: both,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef},
+		{name: "pinned but missing, rolled back", mutate: []func(*convoyv1alpha1.Release){pinned, rolledBack},
+			stored: map[string]*render.Render{healthyRef: {Ref: healthyRef}}, wantSource: subresourcesv1alpha1.RenderSourceLastHealthy, wantRef: healthyRef},
+		{name: "pinned but missing", mutate: []func(*convoyv1alpha1.Release){pinned}, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		{name: "rolled back and stored", mutate: []func(*convoyv1alpha1.Release){rolledBack}, stored: both,
+			wantSource: subresourcesv1alpha1.RenderSourceLastHealthy, wantRef: healthyRef},
+		{name: "rolled back but missing", mutate: []func(*convoyv1alpha1.Release){rolledBack}, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		{name: "last healthy without rollback", mutate: []func(*convoyv1alpha1.Release){func(r *convoyv1alpha1.Release) {
+			r.Status.LastHealthy = &convoyv1alpha1.RenderRecord{RenderRef: healthyRef}
+			r.Status.Rollout = &convoyv1alpha1.RolloutStatus{Phase: convoyv1alpha1.RolloutComplete}
+		}}, stored: both, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		{name: "asked for a stored render", ref: healthyRef, mutate: []func(*convoyv1alpha1.Release){pinned}, stored: both,
+			wantSource: subresourcesv1alpha1.RenderSourceStored, wantRef: healthyRef},
+		{name: "asked for a missing render", ref: "4444444444444444", stored: both, wantErr: render.ErrNotStored},
+		{name: "render fails", renderErr: renderFailed, wantErr: renderFailed},
+		{name: "store fails on a pinned release", mutate: []func(*convoyv1alpha1.Release){pinned}, storeErr: storeDown, wantErr: storeDown},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			release := &convoyv1alpha1.Release{}
+			release.Namespace, release.Name = "shop", "web"
+			for _, m := range tc.mutate {
+				m(release)
+			}
+			r := NewResolver(fakeRenderer{err: tc.renderErr}, fakeStore{renders: tc.stored, err: tc.storeErr})
+			got, err := r.Resolve(context.Background(), release, tc.ref)
+			if tc.wantErr != nil {
+				require.ErrorIs(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantSource, got.Source)
+			assert.Equal(t, tc.wantRef, got.Ref)
+		})
+	}
+}

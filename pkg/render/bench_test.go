@@ -1,0 +1,109 @@
+package render
+
+import (
+	"context"
+	"testing"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// chart200 renders 200 objects: 100 ConfigMaps, 50 Deployments, 50 Services.
+func chart200(b *testing.B) *Renderer {
+	files := map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: big\nversion: 0.1.0\n",
+		"values.yaml": "image: nginx:1\nreplicas: 2\n",
+		"templates/_helpers.tpl": `{{- define "big.labels" -}}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}`,
+		"templates/configmaps.yaml": `{{- range $i := until 100 }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Release.Name }}-cm-{{ $i }}
+  labels: {{- include "big.labels" $ | nindent 4 }}
+data:
+  index: {{ $i | quote }}
+  config.yaml: |
+    key: value-{{ $i }}
+    list: [a, b, c]
+{{- end }}`,
+		"templates/deployments.yaml": `{{- range $i := until 50 }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $.Release.Name }}-web-{{ $i }}
+  labels: {{- include "big.labels" $ | nindent 4 }}
+spec:
+  replicas: {{ $.Values.replicas }}
+  selector:
+    matchLabels: {app: web-{{ $i }}}
+  template:
+    metadata:
+      labels: {app: web-{{ $i }}}
+    spec:
+      containers:
+      - name: web
+        image: {{ $.Values.image }}
+        ports: [{containerPort: 8080, name: http}]
+        resources: {requests: {cpu: 100m, memory: 128Mi}}
+        env:
+        - {name: INDEX, value: {{ $i | quote }}}
+{{- end }}`,
+		"templates/services.yaml": `{{- range $i := until 50 }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $.Release.Name }}-web-{{ $i }}
+  labels: {{- include "big.labels" $ | nindent 4 }}
+spec:
+  selector: {app: web-{{ $i }}}
+  ports: [{port: 80, targetPort: http}]
+{{- end }}`,
+	}
+	return newTestRenderer(chartConfigMap("src", buildChart(b, "big", files)))
+}
+
+func benchmarkRender(b *testing.B, rel *convoyv1alpha1.Release) {
+	r := chart200(b)
+	ctx := context.Background()
+	out, err := r.Render(ctx, rel)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(out.Objects) != 200 {
+		b.Fatalf("rendered %d objects, want 200", len(out.Objects))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.Render(ctx, rel); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRenderChart200 renders a chart of 200 objects: read the source,
+// load the chart, coalesce values, run the templates, parse, default the
+// namespaces, sort and hash.
+func BenchmarkRenderChart200(b *testing.B) {
+	benchmarkRender(b, release("src", func(s *convoyv1alpha1.ReleaseSpec) {
+		s.Content = &convoyv1alpha1.ReleaseContent{Values: raw(b, map[string]any{"replicas": 3})}
+	}))
+}
+
+// BenchmarkRenderChart200Mutated adds a label on all 200 objects and a
+// strategic merge patch on the 50 Deployments.
+func BenchmarkRenderChart200Mutated(b *testing.B) {
+	benchmarkRender(b, release("src", func(s *convoyv1alpha1.ReleaseSpec) {
+		s.Mutations = []convoyv1alpha1.Mutation{
+			{Labels: map[string]string{"team": "a"}},
+			{
+				Target: convoyv1alpha1.MutationTarget{Kind: "Deployment"},
+				Patch:  rawJSON(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:2"}]}}}}`),
+			},
+		}
+	}))
+}

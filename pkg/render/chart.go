@@ -1,0 +1,122 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/common"
+	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// chartKey is the binaryData key of a source ConfigMap that holds a packaged chart.
+const chartKey = "chart.tgz"
+
+// renderChart renders a packaged Helm chart the way `helm template
+// --include-crds` does, with Helm's SDK and no cluster access:
+//
+//   - release name: the Release's name; namespace: spec.targetNamespace, else
+//     the Release's namespace; revision 1, IsInstall true;
+//   - capabilities: Helm's defaults (common.DefaultCapabilities), never the
+//     target cluster's; lookup returns nothing;
+//   - values: spec.content (see values) coalesced over the chart's values;
+//     values.schema.json is enforced (see validateValues);
+//   - the files of crds/ (of the chart and its enabled dependencies) are
+//     included as they are, untemplated;
+//   - NOTES.txt and partials (_*.tpl) give no objects;
+//   - hooks (objects annotated helm.sh/hook, with a known or unknown hook
+//     type) are left out: convoy's controller runs hooks itself and they
+//     are not part of the desired render.
+func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *Error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
+	if err != nil {
+		return nil, errorf(ReasonChartInvalid, err, "%s is not a Helm chart", where)
+	}
+	if typ := ch.Metadata.Type; typ != "" && typ != "application" {
+		return nil, errorf(ReasonChartInvalid, nil, "%s: chart %s is a %s chart, which cannot be installed", where, ch.Name(), typ)
+	}
+	caps := common.DefaultCapabilities.Copy()
+	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
+		return nil, errorf(ReasonChartInvalid, nil, "%s: chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s (Helm's default capabilities)",
+			where, ch.Name(), kv, caps.KubeVersion.Version)
+	}
+
+	vals, verr := r.values(ctx, release)
+	if verr != nil {
+		return nil, verr
+	}
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return nil, errorf(ReasonChartInvalid, err, "%s: chart %s dependencies", where, ch.Name())
+	}
+	opts := common.ReleaseOptions{
+		Name:      release.Name,
+		Namespace: targetNamespace(release),
+		Revision:  1,
+		IsInstall: true,
+	}
+	top, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, true)
+	if err != nil {
+		return nil, errorf(ReasonValuesInvalid, err, "%s: values do not coalesce with chart %s", where, ch.Name())
+	}
+	if coalesced, ok := top["Values"].(common.Values); ok {
+		if err := validateValues(ch, coalesced.AsMap()); err != nil {
+			return nil, errorf(ReasonValuesInvalid, err, "%s: values do not meet the schema of chart %s", where, ch.Name())
+		}
+	}
+
+	files, err := engine.Engine{}.RenderWithContext(ctx, ch, top)
+	if err != nil {
+		return nil, errorf(ReasonTemplateFailed, err, "%s: chart %s", where, ch.Name())
+	}
+	for name := range files {
+		if path.Base(name) == "NOTES.txt" {
+			delete(files, name)
+		}
+	}
+	// SortManifests splits the files into documents and sets the hooks
+	// apart, exactly as helm install and helm template do; the order it
+	// gives does not matter, New sorts the render.
+	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, errorf(ReasonManifestInvalid, err, "%s: chart %s", where, ch.Name())
+	}
+
+	var objs []*unstructured.Unstructured
+	for _, crd := range ch.CRDObjects() {
+		got, perr := parseFile(fmt.Sprintf("%s: chart file %s", where, crd.Filename), crd.Filename, crd.File.Data)
+		if perr != nil {
+			return nil, perr
+		}
+		objs = append(objs, got...)
+	}
+	for _, m := range manifests {
+		got, perr := parseManifest(m)
+		if perr != nil {
+			return nil, errorf(ReasonManifestInvalid, perr, "%s: chart template %s", where, m.Name)
+		}
+		objs = append(objs, got...)
+	}
+	return objs, nil
+}
+
+// parseManifest parses one document that Helm rendered.
+func parseManifest(m releaseutil.Manifest) ([]*unstructured.Unstructured, error) {
+	if strings.TrimSpace(m.Content) == "" {
+		return nil, nil
+	}
+	data, err := yaml.YAMLToJSON([]byte(m.Content))
+	if err != nil {
+		return nil, err
+	}
+	return parseDocument(data)
+}

@@ -1,0 +1,106 @@
+package render
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes/fake"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+func storedConfigMap(name string, data map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "namespace": "shop"},
+		"data":     data,
+	}}
+}
+
+func TestStoreRoundTrip(t *testing.T) {
+	client := fake.NewClientset()
+	store := NewStore(client)
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
+	r, err := New([]*unstructured.Unstructured{
+		storedConfigMap("b", map[string]any{"replicas": int64(3)}),
+		storedConfigMap("a", map[string]any{"big": "9007199254740993"}),
+	})
+	require.NoError(t, err)
+
+	require.NoError(t, store.Put(context.Background(), release, r))
+	require.NoError(t, store.Put(context.Background(), release, r), "storing the same render twice is fine")
+
+	secret, err := client.CoreV1().Secrets("shop").Get(context.Background(), SecretName("web", r.Ref), metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "convoy-render.web."+r.Ref, secret.Name)
+	assert.Equal(t, SecretType, secret.Type)
+	assert.Equal(t, map[string]string{convoyv1alpha1.LabelRelease: "web", convoyv1alpha1.LabelRenderRef: r.Ref}, secret.Labels)
+	require.Len(t, secret.OwnerReferences, 1)
+	assert.Equal(t, "Release", secret.OwnerReferences[0].Kind)
+	assert.Equal(t, release.UID, secret.OwnerReferences[0].UID)
+	assert.Equal(t, []byte{0x1f, 0x8b}, secret.Data[SecretKey][:2], "gzip")
+
+	got, err := store.Get(context.Background(), "shop", "web", r.Ref)
+	require.NoError(t, err)
+	assert.Equal(t, r.Ref, got.Ref)
+	assert.Equal(t, r.Objects, got.Objects, "integers stay int64 through the store")
+}
+
+func TestStoreGetErrors(t *testing.T) {
+	r, err := New([]*unstructured.Unstructured{storedConfigMap("a", nil)})
+	require.NoError(t, err)
+	other, err := New([]*unstructured.Unstructured{storedConfigMap("b", nil)})
+	require.NoError(t, err)
+	good, err := encode(other.Objects)
+	require.NoError(t, err)
+
+	cases := []struct {
+		name     string
+		secret   *corev1.Secret
+		wantErr  string
+		notFound bool
+	}{
+		{name: "not stored", notFound: true},
+		{name: "wrong type", secret: &corev1.Secret{Type: corev1.SecretTypeOpaque, Data: map[string][]byte{SecretKey: good}}, wantErr: `has type "Opaque"`},
+		{name: "no render key", secret: &corev1.Secret{Type: SecretType}, wantErr: `no "render" key`},
+		{name: "not gzip", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: []byte("[]")}}, wantErr: "not gzip"},
+		{name: "content of another render", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: good}}, wantErr: "holds render " + other.Ref},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			if tc.secret != nil {
+				tc.secret.Name, tc.secret.Namespace = SecretName("web", r.Ref), "shop"
+				_, err := client.CoreV1().Secrets("shop").Create(context.Background(), tc.secret, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			_, err := NewStore(client).Get(context.Background(), "shop", "web", r.Ref)
+			require.Error(t, err)
+			assert.Equal(t, tc.notFound, errors.Is(err, ErrNotStored))
+			assert.Contains(t, err.Error(), tc.wantErr)
+		})
+	}
+}
+
+func TestStorePutTooLarge(t *testing.T) {
+	noise := make([]byte, 1<<20)
+	_, err := rand.Read(noise)
+	require.NoError(t, err)
+	r, err := New([]*unstructured.Unstructured{storedConfigMap("huge", map[string]any{"noise": hex.EncodeToString(noise)})})
+	require.NoError(t, err)
+	client := fake.NewClientset()
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u"}}
+	err = NewStore(client).Put(context.Background(), release, r)
+	require.ErrorIs(t, err, ErrTooLarge)
+	assert.Contains(t, err.Error(), "shop/web")
+	secrets, _ := client.CoreV1().Secrets("shop").List(context.Background(), metav1.ListOptions{})
+	assert.Empty(t, secrets.Items, "nothing half-stored")
+}

@@ -1,0 +1,116 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// defaultValuesKey is the key of a valuesFrom entry that names none.
+const defaultValuesKey = "values.yaml"
+
+// values reads spec.content of a Release into Helm's user-supplied values:
+// each valuesFrom entry in order, then the inline values, merged the way
+// `helm template -f a.yaml -f b.yaml` merges its files (Helm's
+// loader.MergeMaps: maps merge deeply, any other value of a later source
+// replaces the earlier one). The chart's own values.yaml is coalesced under
+// them later, by Helm.
+//
+// Only charts read values: a Release whose source holds plain manifests does
+// not read its valuesFrom objects at all, so a missing one does not fail it.
+func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) (map[string]any, *Error) {
+	vals := map[string]any{}
+	content := release.Spec.Content
+	if content == nil {
+		return vals, nil
+	}
+	for i, ref := range content.ValuesFrom {
+		data, err := r.valuesData(ctx, release.Namespace, i, ref)
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			continue // optional and missing
+		}
+		key := ref.Key
+		if key == "" {
+			key = defaultValuesKey
+		}
+		m, perr := loader.LoadValues(bytes.NewReader(data))
+		if perr != nil {
+			where := fmt.Sprintf("valuesFrom %d: %s %s/%s key %s", i, ref.Kind, release.Namespace, ref.Name, key)
+			if ref.Kind == "Secret" {
+				// YAML errors can quote the text they failed on: keep
+				// Secret data out of the message and out of Err.
+				return nil, errorf(ReasonValuesInvalid, errors.New("not a YAML map of values (details withheld: Secret data)"), "%s", where)
+			}
+			return nil, errorf(ReasonValuesInvalid, perr, "%s is not a YAML map of values", where)
+		}
+		vals = loader.MergeMaps(vals, m)
+	}
+	if content.Values != nil && len(bytes.TrimSpace(content.Values.Raw)) > 0 {
+		m, err := loader.LoadValues(bytes.NewReader(content.Values.Raw))
+		if err != nil {
+			return nil, errorf(ReasonValuesInvalid, err, "spec.content.values is not a map of values")
+		}
+		vals = loader.MergeMaps(vals, m)
+	}
+	return vals, nil
+}
+
+// valuesData reads the raw values of one valuesFrom entry. It returns nil
+// data and no error for an optional entry whose object or key is missing.
+func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref convoyv1alpha1.ValuesReference) ([]byte, *Error) {
+	key := ref.Key
+	if key == "" {
+		key = defaultValuesKey
+	}
+	what := fmt.Sprintf("valuesFrom %d: %s %s/%s", i, ref.Kind, namespace, ref.Name)
+
+	var (
+		data  []byte
+		found bool
+		err   error
+	)
+	switch ref.Kind {
+	case "ConfigMap":
+		cm, gerr := r.inputs.ConfigMap(ctx, namespace, ref.Name)
+		if err = gerr; err == nil {
+			var s string
+			s, found = cm.Data[key]
+			data = []byte(s)
+		}
+	case "Secret":
+		s, gerr := r.inputs.Secret(ctx, namespace, ref.Name)
+		if err = gerr; err == nil {
+			data, found = s.Data[key]
+		}
+	default:
+		return nil, errorf(ReasonValuesInvalid, nil, "valuesFrom %d: kind %q is neither ConfigMap nor Secret", i, ref.Kind)
+	}
+
+	switch {
+	case apierrors.IsNotFound(err):
+		if ref.Optional {
+			return nil, nil
+		}
+		return nil, errorQuiet(ReasonValuesNotFound, err, "%s not found", what)
+	case err != nil:
+		return nil, errorf(ReasonInputUnavailable, err, "%s could not be read", what)
+	case !found:
+		if ref.Optional {
+			return nil, nil
+		}
+		return nil, errorf(ReasonValuesNotFound, nil, "%s has no key %s", what, key)
+	}
+	if data == nil {
+		data = []byte{} // present but empty: no values, not "missing"
+	}
+	return data, nil
+}
