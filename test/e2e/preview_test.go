@@ -267,4 +267,3 @@ func pin(t *testing.T, namespace, name, ref string) {
 		"application/merge-patch+json", []byte(patch), metav1.PatchOptions{})
 	require.NoError(t, err)
 }
-
