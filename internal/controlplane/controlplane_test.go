@@ -19,6 +19,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -368,6 +369,125 @@ func TestConvoyNeverAvailable(t *testing.T) {
 		}
 	}
 	assertStopped(t, dir, nil)
+}
+
+func TestTargetCluster(t *testing.T) {
+	bin := binDir(t)
+	dir := t.TempDir()
+	var out bytes.Buffer
+	c := start(t, Options{Dir: dir, BinDir: bin, Out: &out})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	target, err := c.StartTargetCluster(ctx, "second")
+	t.Log(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target.URL() == c.AdminConfig().Host || target.Config().Host != target.URL() {
+		t.Errorf("target URL %s, its config %s, the main cluster %s", target.URL(), target.Config().Host, c.AdminConfig().Host)
+	}
+	if _, err := c.StartTargetCluster(ctx, "second"); err == nil {
+		t.Error("a second target cluster named second started")
+	}
+	if _, err := c.StartTargetCluster(ctx, "Not_A_Label"); err == nil {
+		t.Error("a target cluster with an invalid name started")
+	}
+
+	t.Run("separate objects", func(t *testing.T) {
+		mainClient := kubernetes.NewForConfigOrDie(c.AdminConfig())
+		targetClient := kubernetes.NewForConfigOrDie(target.Config())
+		for _, x := range []struct {
+			in, notIn *kubernetes.Clientset
+			name      string
+		}{{targetClient, mainClient, "only-in-target"}, {mainClient, targetClient, "only-in-main"}} {
+			if _, err := x.in.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: x.name}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := x.in.CoreV1().Namespaces().Get(ctx, x.name, metav1.GetOptions{}); err != nil {
+				t.Errorf("namespace %s: %v", x.name, err)
+			}
+			if _, err := x.notIn.CoreV1().Namespaces().Get(ctx, x.name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("namespace %s seen in the other cluster: err = %v, want NotFound", x.name, err)
+			}
+		}
+	})
+
+	t.Run("kubeconfig", func(t *testing.T) {
+		data := target.Kubeconfig()
+		raw, err := clientcmd.Load(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, cl := range raw.Clusters {
+			if cl.CertificateAuthority != "" || len(cl.CertificateAuthorityData) == 0 || cl.Server != target.URL() {
+				t.Errorf("cluster %s of the kubeconfig: %+v", name, cl)
+			}
+		}
+		for name, a := range raw.AuthInfos {
+			if a.ClientCertificate != "" || a.ClientKey != "" || len(a.ClientCertificateData) == 0 || len(a.ClientKeyData) == 0 {
+				t.Errorf("user %s of the kubeconfig is not self-contained", name)
+			}
+		}
+		// The bytes alone, elsewhere, work with kubectl.
+		path := filepath.Join(t.TempDir(), "kubeconfig")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.kubectlFor(path, "get", "namespace", "only-in-target", "-o", "name").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(got)) != "namespace/only-in-target" {
+			t.Errorf("kubectl with the kubeconfig bytes: err = %v, output %s", err, got)
+		}
+		got, err = target.Kubectl("get", "namespace", "only-in-main").CombinedOutput()
+		if err == nil || !strings.Contains(string(got), "NotFound") {
+			t.Errorf("target.Kubectl sees the main cluster's namespace: err = %v, output %s", err, got)
+		}
+		got, err = target.Kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}").CombinedOutput()
+		if err != nil || string(got) != "admin" {
+			t.Errorf("kubectl auth whoami on the target: err = %v, output %s", err, got)
+		}
+		if target.KubeconfigPath() == c.AdminKubeconfig() {
+			t.Errorf("the target shares the admin kubeconfig %s", c.AdminKubeconfig())
+		}
+		if onDisk, err := os.ReadFile(target.KubeconfigPath()); err != nil || !bytes.Equal(onDisk, data) {
+			t.Errorf("KubeconfigPath does not hold Kubeconfig(): %v", err)
+		}
+	})
+
+	t.Run("stop one target", func(t *testing.T) {
+		third, err := c.StartTargetCluster(ctx, "third")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := third.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := third.Kubectl("get", "namespaces", "--request-timeout=5s").CombinedOutput(); err == nil {
+			t.Errorf("a stopped target cluster answers: %s", got)
+		}
+		if got, err := target.Kubectl("get", "namespace", "only-in-target").CombinedOutput(); err != nil {
+			t.Errorf("the other target cluster after the stop: %v: %s", err, got)
+		}
+		if got, err := c.Kubectl("get", "namespace", "only-in-main").CombinedOutput(); err != nil {
+			t.Errorf("the main cluster after the stop: %v: %s", err, got)
+		}
+	})
+
+	t.Run("control plane stop", func(t *testing.T) {
+		pids := c.pids()
+		if len(pids) != 4 {
+			t.Errorf("%d processes, want etcd and three kube-apiservers", len(pids))
+		}
+		if err := c.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		assertStopped(t, dir, pids)
+		if got, err := target.Kubectl("get", "namespaces", "--request-timeout=5s").CombinedOutput(); err == nil {
+			t.Errorf("the target cluster answers after Stop: %s", got)
+		}
+		if _, err := c.StartTargetCluster(context.Background(), "late"); err == nil {
+			t.Error("StartTargetCluster after Stop succeeded")
+		}
+	})
 }
 
 func contains(list []string, s string) bool {

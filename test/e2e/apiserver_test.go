@@ -30,13 +30,15 @@ func TestDiscoveryListsSubresources(t *testing.T) {
 	assert.Equal(t, "ReleaseSync", sync.Kind)
 	assert.True(t, sync.Namespaced)
 
-	require.Contains(t, resources, "releases/preview")
-	assert.Equal(t, metav1.Verbs{"get"}, resources["releases/preview"].Verbs)
-	assert.Equal(t, "ReleasePreview", resources["releases/preview"].Kind)
+	for sub, kind := range map[string]string{"releases/preview": "ReleasePreview", "releases/diff": "ReleaseDiff"} {
+		require.Contains(t, resources, sub)
+		assert.Equal(t, metav1.Verbs{"get"}, resources[sub].Verbs, sub)
+		assert.Equal(t, kind, resources[sub].Kind, sub)
+	}
 
 	require.Contains(t, resources, "releases", "the stub parent is listed")
 	assert.Empty(t, resources["releases"].Verbs, "the stub parent serves no verb")
-	for _, notYet := range []string{"releases/diff", "releases/health"} {
+	for _, notYet := range []string{"releases/health"} {
 		assert.NotContains(t, resources, notYet, "subresources are registered by the issue that builds them")
 	}
 }

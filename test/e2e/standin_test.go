@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -34,12 +36,21 @@ type controllerStandIn struct {
 	renderer *render.Renderer
 }
 
+// newStandIn returns a stand-in whose Releases target the local cluster.
 func newStandIn(t *testing.T) *controllerStandIn {
+	return newStandInOn(t, env.cp.AdminConfig())
+}
+
+// newStandInOn returns a stand-in that applies to the cluster of target; the
+// render store, inventories and Releases stay on the local cluster.
+func newStandInOn(t *testing.T, target *rest.Config) *controllerStandIn {
 	t.Helper()
 	kube := kubeClient(t)
-	dyn, err := dynamic.NewForConfig(env.cp.AdminConfig())
+	dyn, err := dynamic.NewForConfig(target)
 	require.NoError(t, err)
-	mapper := cluster.NewMapper(kube.Discovery(), clock.RealClock{}, 0)
+	targetKube, err := kubernetes.NewForConfig(target)
+	require.NoError(t, err)
+	mapper := cluster.NewMapper(targetKube.Discovery(), clock.RealClock{}, 0)
 	return &controllerStandIn{
 		t:        t,
 		dynamic:  dyn,

@@ -30,9 +30,13 @@ import (
 
 	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
+	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
+	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -63,8 +67,18 @@ type Options struct {
 	// Resync is the resync period of the informers.
 	Resync time.Duration
 
+	// Target are the client settings of the target clusters.
+	Target cluster.Options
+	// DriftWorkers is how many Releases the drift loop checks at once.
+	DriftWorkers int
+	// CompareWorkers is how many objects of one Release are compared at once.
+	CompareWorkers int
+
 	// restConfig is set by Complete.
 	restConfig *rest.Config
+	// Set by Config: the observer's informers and loops.
+	convoyInformers convoyinformers.SharedInformerFactory
+	driftLoop       *observer.DriftLoop
 }
 
 // NewOptions returns Options with the defaults of convoy-apiserver.
@@ -79,6 +93,11 @@ func NewOptions() *Options {
 		KubeAPIQPS:     50,
 		KubeAPIBurst:   100,
 		Resync:         2 * time.Minute,
+		Target: cluster.Options{
+			QPS: cluster.DefaultQPS, Burst: cluster.DefaultBurst, Timeout: cluster.DefaultTimeout,
+		},
+		DriftWorkers:   4,
+		CompareWorkers: compare.DefaultWorkers,
 	}
 	o.SecureServing.BindPort = 6443
 	o.SecureServing.ServerCert.CertDirectory = ""
@@ -103,11 +122,20 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	utilfeature.DefaultMutableFeatureGate.AddFlag(features)
 	logsapi.AddFlags(o.Logs, fss.FlagSet("logging"))
 
-	cluster := fss.FlagSet("cluster")
-	cluster.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the cluster that holds the Releases; empty means in-cluster.")
-	cluster.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API.")
-	cluster.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API.")
-	cluster.DurationVar(&o.Resync, "resync", o.Resync, "Resync period of the informers.")
+	clusterFlags := fss.FlagSet("cluster")
+	clusterFlags.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Kubeconfig of the cluster that holds the Releases; empty means in-cluster.")
+	clusterFlags.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Queries per second to the Kubernetes API.")
+	clusterFlags.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of queries to the Kubernetes API.")
+	clusterFlags.DurationVar(&o.Resync, "resync", o.Resync, "Resync period of the informers: every Release gets a drift pass at least this often.")
+
+	target := fss.FlagSet("target clusters")
+	target.Float32Var(&o.Target.QPS, "target-qps", o.Target.QPS, "Queries per second to each target cluster.")
+	target.IntVar(&o.Target.Burst, "target-burst", o.Target.Burst, "Burst of queries to each target cluster.")
+	target.DurationVar(&o.Target.Timeout, "target-timeout", o.Target.Timeout, "Timeout of each request to a target cluster, and of connecting to it.")
+
+	observer := fss.FlagSet("observer")
+	observer.IntVar(&o.DriftWorkers, "drift-workers", o.DriftWorkers, "Releases the drift loop checks at once.")
+	observer.IntVar(&o.CompareWorkers, "compare-workers", o.CompareWorkers, "Objects of one Release compared at once.")
 	return fss
 }
 
@@ -153,6 +181,12 @@ func (o *Options) Validate() error {
 	if o.Resync <= 0 {
 		errs = append(errs, fmt.Errorf("--resync must be positive"))
 	}
+	if o.Target.QPS <= 0 || o.Target.Burst <= 0 || o.Target.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--target-qps, --target-burst and --target-timeout must be positive"))
+	}
+	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 {
+		errs = append(errs, fmt.Errorf("--drift-workers and --compare-workers must be positive"))
+	}
 	return utilerrors.NewAggregate(errs)
 }
 
@@ -192,16 +226,31 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	hostname, _ := os.Hostname()
 	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, apiserver.Name+"/"+hostname)
 
-	mapper := cluster.NewMapper(kubeClient.Discovery(), clock.RealClock{}, cluster.DefaultRefreshInterval)
-	renderer := render.NewRenderer(render.ClientInputs{Client: kubeClient}, mapper)
+	targets, err := cluster.NewProvider(o.restConfig, convoy.ConvoyV1alpha1(), kubeClient.CoreV1(), o.Target)
+	if err != nil {
+		return nil, fmt.Errorf("creating target cluster clients: %w", err)
+	}
+	redactor := redact.New()
+	resolver := desired.NewResolver(desired.TargetRenderer{Inputs: render.ClientInputs{Client: kubeClient}, Targets: targets}, render.NewStore(kubeClient))
+	checker := drift.NewChecker(resolver, targets, compare.NewEngine(redactor, o.CompareWorkers))
+	requester := convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	config.Extra = apiserver.ExtraConfig{
 		Engines: release.Engines{
 			Releases:  convoy.ConvoyV1alpha1(),
-			Resolver:  desired.NewResolver(renderer, render.NewStore(kubeClient)),
-			Redactor:  redact.New(),
-			Requester: convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{}),
+			Resolver:  resolver,
+			Checker:   checker,
+			Redactor:  redactor,
+			Requester: requester,
 		},
 		KubeInformers: informers.NewSharedInformerFactory(kubeClient, o.Resync),
+	}
+
+	o.convoyInformers = convoyinformers.NewSharedInformerFactory(convoy, o.Resync)
+	releases := o.convoyInformers.Convoy().V1alpha1()
+	status := observer.NewStatusWriter(convoy.ConvoyV1alpha1(), clock.RealClock{})
+	o.driftLoop, err = observer.NewDriftLoop(releases.Releases(), releases.ReleaseInventories(), checker, status, requester)
+	if err != nil {
+		return nil, err
 	}
 	return config, nil
 }
@@ -218,6 +267,12 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	server.GenericAPIServer.AddPostStartHookOrDie("start-informers", func(hook genericapiserver.PostStartHookContext) error {
 		config.Extra.KubeInformers.Start(hook.Done())
+		return nil
+	})
+	server.GenericAPIServer.AddPostStartHookOrDie("start-observer", func(hook genericapiserver.PostStartHookContext) error {
+		loopCtx := klog.NewContext(hook, klog.FromContext(ctx))
+		o.convoyInformers.Start(hook.Done())
+		go o.driftLoop.Run(loopCtx, o.DriftWorkers)
 		return nil
 	})
 	klog.FromContext(ctx).Info("Starting convoy-apiserver")

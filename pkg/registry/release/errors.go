@@ -10,6 +10,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
@@ -18,12 +19,24 @@ import (
 const ReasonRenderFailed metav1.StatusReason = "RenderFailed"
 
 // resolveError turns an error of desired.Resolver into a Status a client can
-// read: 404 for a render that is not stored, 422 RenderFailed with the cause
+// read: 422 with the cluster's reason when the target cluster cannot be
+// had, 404 for a render that is not stored, 422 RenderFailed with the cause
 // for a render that fails, 503 when its inputs cannot be read just now, 500
 // with the message for anything else.
 func resolveError(release *convoyv1alpha1.Release, ref string, err error) error {
 	var renderErr *render.Error
+	var clusterErr *cluster.Error
 	switch {
+	case errors.As(err, &clusterErr):
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure,
+			Code:   http.StatusUnprocessableEntity,
+			Reason: metav1.StatusReason(clusterErr.Reason),
+			Details: &metav1.StatusDetails{
+				Group: subresourcesv1alpha1.GroupName, Kind: "releases", Name: release.Name,
+			},
+			Message: fmt.Sprintf("release %s/%s: %s", release.Namespace, release.Name, clusterErr.Message),
+		}}
 	case errors.Is(err, render.ErrNotStored):
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure,

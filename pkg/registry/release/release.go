@@ -10,6 +10,7 @@ import (
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
@@ -20,6 +21,7 @@ import (
 type Engines struct {
 	Releases  convoyclient.ReleasesGetter
 	Resolver  *desired.Resolver
+	Checker   *drift.Checker
 	Redactor  *redact.Redactor
 	Requester *convoysync.Requester
 }
@@ -29,6 +31,7 @@ type Engines struct {
 func Storage(e Engines) map[string]rest.Storage {
 	return map[string]rest.Storage{
 		"releases":         &REST{},
+		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
 		"releases/preview": NewPreviewREST(e.Releases, e.Resolver, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
 	}

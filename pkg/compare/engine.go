@@ -1,0 +1,303 @@
+// Package compare is the compare engine of the observer: it compares the
+// objects of a desired render with the live objects of a target cluster,
+// the same way for the drift loop (the InSync condition) and for GET
+// releases/NAME/diff, so that both always agree.
+//
+// For each desired object the engine reads the live object (absent:
+// Missing), sends the desired object as a server-side apply dry run, clears
+// the fields the API server sets on its own on both, redacts Secret values,
+// and lists the field changes (none: InSync; some: Modified). The first
+// error, by render order, makes the whole result Undetermined.
+package compare
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
+)
+
+// DefaultWorkers is the number of objects compared at a time when NewEngine
+// is given no positive number.
+const DefaultWorkers = 8
+
+// messagePaths is the number of changed paths a Drifted message names.
+const messagePaths = 3
+
+// Engine compares desired objects with live ones. It is safe for concurrent
+// use.
+type Engine struct {
+	redactor *redact.Redactor
+	workers  int
+}
+
+// NewEngine returns an Engine that redacts with redactor (a nil redactor
+// gets a new one with a random key: Secret values never go unredacted) and
+// compares at most workers objects at a time (DefaultWorkers when workers
+// is not positive).
+func NewEngine(redactor *redact.Redactor, workers int) *Engine {
+	if redactor == nil {
+		redactor = redact.New()
+	}
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	return &Engine{redactor: redactor, workers: workers}
+}
+
+// Result is the outcome of a compare.
+type Result struct {
+	Result subresourcesv1alpha1.DiffResult `json:"result"`
+	// Reason is InSync, Drifted, or the reason of the first error.
+	Reason string `json:"reason"`
+	// Message is "all N objects are in sync"; or names the first drifted
+	// object in render order and its first changed paths; or names the
+	// object that failed and the error.
+	Message string `json:"message"`
+	// Objects are in render order. They are empty on Undetermined.
+	Objects []subresourcesv1alpha1.ObjectDiff `json:"objects,omitempty"`
+}
+
+// Undetermined builds a Result for an error found before the compare
+// (RenderFailed, ClusterNotFound, ...).
+func Undetermined(reason, message string) *Result {
+	return &Result{Result: subresourcesv1alpha1.DiffUndetermined, Reason: reason, Message: message}
+}
+
+// ObjectKeyString names an object as messages do: "apps/v1 Deployment
+// shop/web", "v1 ConfigMap shop/settings", and without a namespace for a
+// cluster-scoped object: "rbac.authorization.k8s.io/v1 ClusterRole view".
+func ObjectKeyString(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return obj.GetAPIVersion() + " " + obj.GetKind() + " " + ns + "/" + obj.GetName()
+	}
+	return obj.GetAPIVersion() + " " + obj.GetKind() + " " + obj.GetName()
+}
+
+// failure is the error of one object, classified.
+type failure struct {
+	reason  string
+	message string
+}
+
+// Compare compares each desired object with the live one on c.
+//
+// At most e.workers objects are compared at a time, each with at most one
+// Get and one DryRunApply (a Missing object: one Get). The first error in
+// render order ends the compare: the objects after it are no longer
+// started and those in flight are canceled, while those before it run to
+// their end, so that the result does not depend on which request failed
+// first in time. The desired objects are not modified.
+func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.Unstructured) *Result {
+	for i, obj := range desired {
+		if obj == nil || obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
+			return Undetermined(ReasonInvalidObject, fmt.Sprintf("object %d of the render has no apiVersion, kind or name", i))
+		}
+	}
+
+	n := len(desired)
+	diffs := make([]subresourcesv1alpha1.ObjectDiff, n)
+	failures := make([]*failure, n)
+
+	var (
+		mu          sync.Mutex
+		firstFailed = n // the lowest index that failed
+		cancels     = make([]context.CancelFunc, n)
+	)
+	// fail records that object i failed and cancels the objects after it.
+	fail := func(i int, f *failure) {
+		mu.Lock()
+		defer mu.Unlock()
+		failures[i] = f
+		if i >= firstFailed {
+			return
+		}
+		for j := i + 1; j < firstFailed && j < n; j++ {
+			if cancels[j] != nil {
+				cancels[j]()
+			}
+		}
+		firstFailed = i
+	}
+
+	sem := make(chan struct{}, e.workers)
+	var wg sync.WaitGroup
+dispatch:
+	for i, obj := range desired {
+		if err := ctx.Err(); err != nil {
+			fail(i, e.failure(obj, stepGet, err))
+			break
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			fail(i, e.failure(obj, stepGet, ctx.Err()))
+			break dispatch
+		}
+		mu.Lock()
+		if i > firstFailed {
+			mu.Unlock()
+			<-sem
+			break dispatch
+		}
+		octx, cancel := context.WithCancel(ctx)
+		cancels[i] = cancel
+		mu.Unlock()
+
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer cancel()
+			d, f := e.compareOne(octx, c, obj)
+			if f != nil {
+				fail(i, f)
+				return
+			}
+			diffs[i] = d
+		}()
+	}
+	wg.Wait()
+
+	if firstFailed < n {
+		f := failures[firstFailed]
+		return Undetermined(f.reason, f.message)
+	}
+	return summarize(desired, diffs)
+}
+
+// compareOne compares one object.
+func (e *Engine) compareOne(ctx context.Context, c Client, obj *unstructured.Unstructured) (subresourcesv1alpha1.ObjectDiff, *failure) {
+	gvk := obj.GroupVersionKind()
+	d := subresourcesv1alpha1.ObjectDiff{
+		Group:     gvk.Group,
+		Version:   gvk.Version,
+		Kind:      gvk.Kind,
+		Namespace: obj.GetNamespace(),
+		Name:      obj.GetName(),
+	}
+	live, err := c.Get(ctx, gvk, obj.GetNamespace(), obj.GetName())
+	if err != nil {
+		if apierrors.IsNotFound(err) && !isResourceNotServed(err) {
+			d.Status = subresourcesv1alpha1.ObjectMissing
+			return d, nil
+		}
+		return d, e.failure(obj, stepGet, err)
+	}
+	if live == nil {
+		return d, e.failure(obj, stepGet, errors.New("the client returned no object"))
+	}
+	dryRun, err := c.DryRunApply(ctx, obj)
+	if err != nil {
+		return d, e.failure(obj, stepDryRun, err)
+	}
+	if dryRun == nil {
+		return d, e.failure(obj, stepDryRun, errors.New("the client returned no object"))
+	}
+	d.Changes = diffObjects(
+		e.redactor.Object(normalize(dryRun)).Object,
+		e.redactor.Object(normalize(live)).Object,
+	)
+	if len(d.Changes) == 0 {
+		d.Status = subresourcesv1alpha1.ObjectInSync
+	} else {
+		d.Status = subresourcesv1alpha1.ObjectModified
+	}
+	return d, nil
+}
+
+// failure classifies err and writes the message that names the object.
+func (e *Engine) failure(obj *unstructured.Unstructured, s step, err error) *failure {
+	reason, what := classify(s, err)
+	msg := fmt.Sprintf("%s: %s: %v", ObjectKeyString(obj), what, err)
+	return &failure{reason: reason, message: scrubSecretValues(obj, msg)}
+}
+
+// summarize builds the Result of a compare without error.
+func summarize(desired []*unstructured.Unstructured, diffs []subresourcesv1alpha1.ObjectDiff) *Result {
+	for i := range diffs {
+		d := &diffs[i]
+		if d.Status == subresourcesv1alpha1.ObjectInSync {
+			continue
+		}
+		msg := ObjectKeyString(desired[i]) + " is " + string(d.Status)
+		if len(d.Changes) > 0 {
+			paths := make([]string, 0, messagePaths)
+			for _, c := range d.Changes[:min(len(d.Changes), messagePaths)] {
+				paths = append(paths, c.Path)
+			}
+			msg += ": " + strings.Join(paths, ", ")
+			if more := len(d.Changes) - messagePaths; more > 0 {
+				msg += fmt.Sprintf(" and %d more", more)
+			}
+		}
+		return &Result{
+			Result:  subresourcesv1alpha1.DiffDrifted,
+			Reason:  ReasonDrifted,
+			Message: msg,
+			Objects: diffs,
+		}
+	}
+	var msg string
+	switch len(diffs) {
+	case 0:
+		msg = "the render has no objects"
+	case 1:
+		msg = "1 object is in sync"
+	default:
+		msg = fmt.Sprintf("all %d objects are in sync", len(diffs))
+	}
+	return &Result{
+		Result:  subresourcesv1alpha1.DiffInSync,
+		Reason:  ReasonInSync,
+		Message: msg,
+		Objects: diffs,
+	}
+}
+
+// minScrubbed is the length from which a Secret value is scrubbed from an
+// error message: shorter strings occur in ordinary text.
+const minScrubbed = 4
+
+// scrubSecretValues removes the values of a Secret from an error message of
+// the API server (an admission webhook may quote the object it denies).
+func scrubSecretValues(obj *unstructured.Unstructured, msg string) string {
+	if !redact.IsSecret(obj) {
+		return msg
+	}
+	var values []string
+	if data, ok := obj.Object["data"].(map[string]any); ok {
+		for _, v := range data {
+			s, _ := v.(string)
+			values = append(values, s)
+			if raw, err := base64.StdEncoding.DecodeString(s); err == nil {
+				values = append(values, string(raw))
+			}
+		}
+	}
+	if data, ok := obj.Object["stringData"].(map[string]any); ok {
+		for _, v := range data {
+			s, _ := v.(string)
+			values = append(values, s)
+		}
+	}
+	// Longer values first, so that a value that contains another one goes
+	// as a whole.
+	slices.SortFunc(values, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	for _, v := range values {
+		if len(v) >= minScrubbed {
+			msg = strings.ReplaceAll(msg, v, "[redacted]")
+		}
+	}
+	return msg
+}

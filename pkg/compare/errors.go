@@ -1,0 +1,178 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+)
+
+// Reasons of a Result. Callers add their own for errors found before the
+// compare (RenderFailed, ClusterNotFound, ...) with Undetermined.
+const (
+	// ReasonInSync: every object is in sync.
+	ReasonInSync = "InSync"
+	// ReasonDrifted: at least one object is Modified or Missing.
+	ReasonDrifted = "Drifted"
+	// ReasonNoKindMatch: the cluster does not serve the kind of an object,
+	// e.g. its CRD is not installed.
+	ReasonNoKindMatch = "NoKindMatch"
+	// ReasonDryRunRejected: the API server answered the dry run with a 4xx:
+	// invalid object, bad request, denied by admission, ...
+	ReasonDryRunRejected = "DryRunRejected"
+	// ReasonDryRunFailed: the dry run failed without an answer of the API
+	// server that classifies it (an unexpected client-side error).
+	ReasonDryRunFailed = "DryRunFailed"
+	// ReasonForbidden: the credentials of the cluster may not read or
+	// dry-run apply the object (401, or 403 not from admission).
+	ReasonForbidden = "Forbidden"
+	// ReasonReadFailed: reading the live object failed with an error other
+	// than NotFound.
+	ReasonReadFailed = "ReadFailed"
+	// ReasonClusterUnreachable: the network failed or timed out, or the API
+	// server answered 5xx or 429.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonCanceled: the caller canceled the compare.
+	ReasonCanceled = "Canceled"
+	// ReasonInvalidObject: an object of the render has no kind or name.
+	ReasonInvalidObject = "InvalidObject"
+)
+
+// step is the request of a compare that failed.
+type step uint8
+
+const (
+	stepGet step = iota
+	stepDryRun
+)
+
+func (s step) String() string {
+	if s == stepGet {
+		return "reading the live object"
+	}
+	return "the dry run"
+}
+
+// classify returns the reason of err, met at step, and a short text of what
+// happened to put before the error itself.
+func classify(s step, err error) (reason, what string) {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return ReasonCanceled, s.String() + " was canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return ReasonClusterUnreachable, s.String() + " timed out"
+	case meta.IsNoMatchError(err):
+		return ReasonNoKindMatch, "the cluster does not know the kind"
+	case isResourceNotServed(err):
+		return ReasonNoKindMatch, "the cluster does not serve the resource of the kind"
+	}
+	var apiStatus apierrors.APIStatus
+	if errors.As(err, &apiStatus) {
+		return classifyStatus(s, err, apiStatus)
+	}
+	if what := networkError(err); what != "" {
+		return ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
+	}
+	if s == stepGet {
+		return ReasonReadFailed, "reading the live object failed"
+	}
+	return ReasonDryRunFailed, "the dry run failed"
+}
+
+// classifyStatus classifies an answer of the API server.
+func classifyStatus(s step, err error, apiStatus apierrors.APIStatus) (reason, what string) {
+	status := apiStatus.Status()
+	answer := fmt.Sprintf("%d %s", status.Code, status.Reason)
+	if status.Code == 0 {
+		answer = string(status.Reason)
+	}
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return ReasonForbidden, fmt.Sprintf("%s is not authorized (%s)", s, answer)
+	case apierrors.IsForbidden(err):
+		if s == stepDryRun && isAdmissionDenial(status.Message) {
+			return ReasonDryRunRejected, fmt.Sprintf("admission denied the dry run (%s)", answer)
+		}
+		return ReasonForbidden, fmt.Sprintf("%s is forbidden (%s)", s, answer)
+	case apierrors.IsTooManyRequests(err):
+		return ReasonClusterUnreachable, fmt.Sprintf("the cluster throttled %s (%s)", s, answer)
+	case status.Code >= 500, apierrors.IsInternalError(err), apierrors.IsServerTimeout(err),
+		apierrors.IsTimeout(err), apierrors.IsServiceUnavailable(err):
+		return ReasonClusterUnreachable, fmt.Sprintf("the cluster failed %s with a server error (%s)", s, answer)
+	case s == stepGet:
+		return ReasonReadFailed, fmt.Sprintf("reading the live object failed (%s)", answer)
+	default:
+		return ReasonDryRunRejected, fmt.Sprintf("the cluster rejected the dry run (%s)", answer)
+	}
+}
+
+// isResourceNotServed reports whether err is a 404 of the resource rather
+// than of the object: the API server answers a path it does not serve (a
+// kind whose CRD was removed since the mapper cached it) with a plain-text
+// 404, which client-go reports as NotFound with an UnexpectedServerResponse
+// cause, while a missing object comes with a Status naming it.
+func isResourceNotServed(err error) bool {
+	if !apierrors.IsNotFound(err) {
+		return false
+	}
+	if apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	var apiStatus apierrors.APIStatus
+	if !errors.As(err, &apiStatus) {
+		return false
+	}
+	details := apiStatus.Status().Details
+	return details == nil || details.Name == "" && details.Kind == ""
+}
+
+// isAdmissionDenial reports whether the message of a 403 comes from an
+// admission plugin (a ValidatingAdmissionPolicy or a webhook) rather than
+// from authorization.
+func isAdmissionDenial(message string) bool {
+	for _, s := range []string{"denied request", "denied the request", "ValidatingAdmissionPolicy", "admission webhook"} {
+		if strings.Contains(message, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// networkError names the network failure in err, or returns "".
+func networkError(err error) string {
+	var dnsErr *net.DNSError
+	switch {
+	case utilnet.IsConnectionRefused(err), errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case utilnet.IsConnectionReset(err), errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &dnsErr):
+		return "DNS lookup failed"
+	case utilnet.IsTimeout(err), errors.Is(err, syscall.ETIMEDOUT):
+		return "timeout"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to host"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), utilnet.IsProbableEOF(err):
+		return "connection closed"
+	}
+	var netErr net.Error
+	var urlErr *url.Error
+	if errors.As(err, &netErr) || errors.As(err, &urlErr) {
+		return "network error"
+	}
+	return ""
+}
+
+// NetworkFailure names the network failure in err ("connection refused",
+// "timeout", ...), or returns "" when err is none. Callers that reach a
+// cluster before the compare (the discovery of a render) use it to report
+// ClusterUnreachable the way the compare does.
+func NetworkFailure(err error) string { return networkError(err) }

@@ -1,0 +1,47 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestClassify(t *testing.T) {
+	ns := schema.GroupResource{Resource: "namespaces"}
+	tests := []struct {
+		name string
+		step step
+		err  error
+		want string
+	}{
+		{"wrapped API error keeps its class", stepDryRun, fmt.Errorf("applying: %w", apierrors.NewBadRequest("x")), ReasonDryRunRejected},
+		{"namespace not found on the dry run", stepDryRun, apierrors.NewNotFound(ns, "shop"), ReasonDryRunRejected},
+		{"plain 404 on the dry run: kind not served", stepDryRun, apierrors.NewGenericServerResponse(404, "PATCH", schema.GroupResource{Group: "example.com", Resource: "widgets"}, "w", "404 page not found", 0, true), ReasonNoKindMatch},
+		{"404 without details", stepGet, apierrors.NewNotFound(schema.GroupResource{}, ""), ReasonNoKindMatch},
+		{"conflict on the dry run", stepDryRun, apierrors.NewConflict(ns, "x", errors.New("c")), ReasonDryRunRejected},
+		{"unsupported media type on the dry run", stepDryRun, apierrors.NewGenericServerResponse(415, "PATCH", ns, "x", "", 0, false), ReasonDryRunRejected},
+		{"502 from a proxy", stepGet, apierrors.NewGenericServerResponse(502, "GET", ns, "x", "bad gateway", 0, true), ReasonClusterUnreachable},
+		{"server timeout", stepGet, apierrors.NewServerTimeout(ns, "get", 1), ReasonClusterUnreachable},
+		{"unexpected EOF", stepGet, fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), ReasonClusterUnreachable},
+		{"gone on get", stepGet, apierrors.NewGone("gone"), ReasonReadFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, what := classify(tt.step, tt.err)
+			assert.Equal(t, tt.want, got, what)
+			assert.NotEmpty(t, what)
+		})
+	}
+}
+
+func TestIsResourceNotServed(t *testing.T) {
+	assert.False(t, isResourceNotServed(apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")))
+	assert.False(t, isResourceNotServed(errors.New("x")))
+	assert.False(t, isResourceNotServed(apierrors.NewBadRequest("x")))
+	assert.True(t, isResourceNotServed(apierrors.NewGenericServerResponse(404, "GET", schema.GroupResource{Resource: "widgets"}, "w", "404 page not found", 0, true)))
+}

@@ -1,0 +1,231 @@
+// Package observer runs the observer's loops inside convoy-apiserver: the
+// drift loop (InSync) and the health loop (Healthy, healthSummary). Both read
+// Releases through informers and write through one StatusWriter.
+package observer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
+	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
+	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
+	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+)
+
+// DefaultInterval is spec.syncPolicy.interval when it is not set.
+const DefaultInterval = 5 * time.Minute
+
+// observerName is who the observer's sync requests are from.
+const observerName = "convoy-observe"
+
+// Condition reasons of InSync.
+const (
+	ReasonInSync       = "InSync"
+	ReasonDrifted      = "Drifted"
+	ReasonUndetermined = "Undetermined"
+)
+
+// DriftLoop runs drift passes: it compares each Release's desired render with
+// the live objects and writes the InSync condition. In automatic mode it
+// requests a sync on drift.
+type DriftLoop struct {
+	releases  convoylisters.ReleaseLister
+	synced    []cache.InformerSynced
+	checker   *drift.Checker
+	status    *StatusWriter
+	requester *convoysync.Requester
+	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// passTimeout bounds one pass, so a stuck cluster cannot hold a worker.
+	passTimeout time.Duration
+}
+
+// NewDriftLoop returns a DriftLoop fed by the Release and ReleaseInventory
+// informers. Its passes start on: a Release created or its spec changed
+// (generation); the renderRefs of its ReleaseInventory changed; the informer
+// resync; spec.syncPolicy.interval after the previous pass. A sync request
+// (an annotation) and the observer's own status writes start none.
+func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
+	checker *drift.Checker, status *StatusWriter, requester *convoysync.Requester) (*DriftLoop, error) {
+	l := &DriftLoop{
+		releases:  releases.Lister(),
+		synced:    []cache.InformerSynced{releases.Informer().HasSynced, inventories.Informer().HasSynced},
+		checker:   checker,
+		status:    status,
+		requester: requester,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "drift"}),
+		passTimeout: 2 * time.Minute,
+	}
+	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: l.enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, cur := oldObj.(*convoyv1alpha1.Release), newObj.(*convoyv1alpha1.Release)
+			// Equal resourceVersions: the informer's resync.
+			if old.Generation != cur.Generation || old.ResourceVersion == cur.ResourceVersion {
+				l.enqueue(cur)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if r, ok := obj.(*convoyv1alpha1.Release); ok {
+				status.Forget(r.UID)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching releases: %w", err)
+	}
+	_, err = inventories.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: l.enqueue,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, cur := oldObj.(*convoyv1alpha1.ReleaseInventory), newObj.(*convoyv1alpha1.ReleaseInventory)
+			if !slices.Equal(renderRefs(old), renderRefs(cur)) {
+				l.enqueue(cur) // the inventory has its Release's name
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching release inventories: %w", err)
+	}
+	return l, nil
+}
+
+// renderRefs lists the distinct renderRefs of an inventory, sorted.
+func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
+	var refs []string
+	for _, e := range inv.Spec.Entries {
+		refs = append(refs, e.RenderRef)
+	}
+	slices.Sort(refs)
+	return slices.Compact(refs)
+}
+
+func (l *DriftLoop) enqueue(obj any) {
+	name, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	l.queue.Add(name)
+}
+
+// Run runs workers passes at a time until ctx is done.
+func (l *DriftLoop) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer l.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName("drift")
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting drift loop", "workers", workers)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
+		return
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, l.worker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopping drift loop")
+}
+
+func (l *DriftLoop) worker(ctx context.Context) {
+	for l.processNext(ctx) {
+	}
+}
+
+func (l *DriftLoop) processNext(ctx context.Context) bool {
+	key, quit := l.queue.Get()
+	if quit {
+		return false
+	}
+	defer l.queue.Done(key)
+	next, err := l.pass(ctx, key)
+	if err != nil {
+		// Only a failed status write is retried with backoff; an
+		// Undetermined compare waits for the next interval.
+		utilruntime.HandleErrorWithContext(ctx, err, "Drift pass failed", "release", key)
+		l.queue.AddRateLimited(key)
+		return true
+	}
+	l.queue.Forget(key)
+	if next > 0 {
+		l.queue.AddAfter(key, next)
+	}
+	return true
+}
+
+// pass runs one drift pass on the Release key and returns when the next one
+// is due (0: none).
+func (l *DriftLoop) pass(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
+	release, err := l.releases.Releases(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if release.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
+	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), l.passTimeout)
+	defer cancel()
+	interval := Interval(release)
+
+	report, err := l.checker.Check(ctx, release, "")
+	if err != nil {
+		return interval, err
+	}
+	cond := InSyncCondition(report)
+	logger.V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
+	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
+		return interval, err
+	}
+	if report.Result.Result == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil {
+		if _, err := l.requester.Request(ctx, release.Namespace, release.Name, observerName, "drift found: "+report.Message); err != nil {
+			return interval, fmt.Errorf("requesting a sync: %w", err)
+		}
+	}
+	return interval, nil
+}
+
+// Interval is spec.syncPolicy.interval, or DefaultInterval.
+func Interval(release *convoyv1alpha1.Release) time.Duration {
+	if i := release.Spec.SyncPolicy.Interval; i != nil && i.Duration > 0 {
+		return i.Duration
+	}
+	return DefaultInterval
+}
+
+// InSyncCondition is the InSync condition of a drift report.
+func InSyncCondition(report *drift.Report) metav1.Condition {
+	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Message: report.Message}
+	switch report.Result.Result {
+	case subresourcesv1alpha1.DiffInSync:
+		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInSync
+	case subresourcesv1alpha1.DiffDrifted:
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDrifted
+	default:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonUndetermined
+		cond.Message = fmt.Sprintf("%s: %s", report.Reason, report.Message)
+	}
+	if report.Desired != nil {
+		cond.Message = fmt.Sprintf("render %s (%s): %s", report.Desired.Ref, report.Desired.Source, cond.Message)
+	}
+	const maxMessage = 32 * 1024
+	if len(cond.Message) > maxMessage {
+		cond.Message = cond.Message[:maxMessage]
+	}
+	return cond
+}

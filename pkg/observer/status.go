@@ -1,0 +1,114 @@
+package observer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
+)
+
+// StatusWriter writes the observer's part of a Release status: the InSync
+// and Healthy conditions and healthSummary, with server-side apply and the
+// field manager convoy-observe. Both loops write through one StatusWriter:
+// an apply sets every field its manager owns, so each apply must carry the
+// whole observer part, not just the loop's own condition.
+type StatusWriter struct {
+	releases convoyclient.ReleasesGetter
+	clock    clock.PassiveClock
+
+	mu    sync.Mutex
+	parts map[types.UID]*observedStatus
+}
+
+// observedStatus is the observer's part of one Release status.
+type observedStatus struct {
+	mu            sync.Mutex
+	conditions    []metav1.Condition // InSync and Healthy
+	healthSummary *convoyv1alpha1.HealthSummary
+}
+
+// NewStatusWriter returns a StatusWriter.
+func NewStatusWriter(releases convoyclient.ReleasesGetter, clk clock.PassiveClock) *StatusWriter {
+	return &StatusWriter{releases: releases, clock: clk, parts: map[types.UID]*observedStatus{}}
+}
+
+// part returns the observer's part of release's status, read from release
+// the first time: after a restart, the status on the server is the truth.
+func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.parts[release.UID]
+	if !ok {
+		p = &observedStatus{}
+		for _, t := range []string{convoyv1alpha1.ConditionInSync, convoyv1alpha1.ConditionHealthy} {
+			if c := meta.FindStatusCondition(release.Status.Conditions, t); c != nil {
+				p.conditions = append(p.conditions, *c)
+			}
+		}
+		p.healthSummary = release.Status.HealthSummary.DeepCopy()
+		w.parts[release.UID] = p
+	}
+	return p
+}
+
+// Forget drops what the writer keeps of a Release that is gone.
+func (w *StatusWriter) Forget(uid types.UID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.parts, uid)
+}
+
+// SetCondition sets the condition cond.Type (InSync or Healthy) of release,
+// with observedGeneration = release's generation, and, when summary is not
+// nil, status.healthSummary. It writes only when something changed and
+// reports whether it wrote.
+func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, summary *convoyv1alpha1.HealthSummary) (bool, error) {
+	p := w.part(release)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
+	cond.ObservedGeneration = release.Generation
+	cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
+	next := make([]metav1.Condition, len(p.conditions))
+	copy(next, p.conditions)
+	changed := meta.SetStatusCondition(&next, cond)
+	nextSummary := p.healthSummary
+	if summary != nil && (p.healthSummary == nil || *summary != *p.healthSummary) {
+		nextSummary, changed = summary.DeepCopy(), true
+	}
+	if !changed {
+		return false, nil
+	}
+
+	status := convoyapply.ReleaseStatus()
+	for _, c := range next {
+		status.WithConditions(metav1apply.Condition().
+			WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
+			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
+	}
+	if s := nextSummary; s != nil {
+		status.WithHealthSummary(convoyapply.HealthSummary().
+			WithTotal(s.Total).WithHealthy(s.Healthy).WithProgressing(s.Progressing).
+			WithDegraded(s.Degraded).WithUnknown(s.Unknown).WithSuspended(s.Suspended))
+	}
+	_, err := w.releases.Releases(release.Namespace).ApplyStatus(ctx,
+		convoyapply.Release(release.Name, release.Namespace).WithStatus(status),
+		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerObserver, Force: true})
+	if err != nil {
+		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
+	}
+	p.conditions, p.healthSummary = next, nextSummary
+	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
+		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)
+	return true, nil
+}
