@@ -6,7 +6,7 @@ BIN_DIR   := bin
 LOCAL_DIR ?= $(or $(CONVOY_LOCAL_DIR),.local)
 GOTEST_FLAGS ?=
 
-.PHONY: all build testbin test test-unit test-e2e verify run clean
+.PHONY: all build testbin test test-unit test-e2e verify run bench clean
 
 all: build
 
@@ -44,6 +44,11 @@ run: build
 		--crds artifacts/crds \
 		--manifests artifacts/rbac \
 		--examples artifacts/examples
+
+## bench: the drift check of 500 objects against the local control plane, vs kubectl diff --server-side
+bench: build
+	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver
+	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/
 
 clean:
 	rm -rf $(BIN_DIR) $(LOCAL_DIR)

@@ -42,10 +42,13 @@ const DefaultKubeconfigKey = "value"
 // UserAgent is the user agent of every client a Provider builds.
 const UserAgent = "convoy-apiserver"
 
-// Defaults of Options.
+// Defaults of Options. A drift pass sends two requests per object, several
+// objects at a time; client-go's 5/10 (or even 50/100) would make a pass of
+// 500 objects take seconds of client-side throttling alone. The target's API
+// priority and fairness protects it from a client that sends more.
 const (
-	DefaultQPS     float32 = 50
-	DefaultBurst           = 100
+	DefaultQPS     float32 = 1000
+	DefaultBurst           = 2000
 	DefaultTimeout         = 10 * time.Second
 )
 

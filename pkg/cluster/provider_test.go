@@ -318,7 +318,7 @@ func TestOptionsApplied(t *testing.T) {
 		burst   int
 		timeout time.Duration
 	}{
-		"defaults": {qps: 50, burst: 100, timeout: 10 * time.Second},
+		"defaults": {qps: 1000, burst: 2000, timeout: 10 * time.Second},
 		"set":      {opts: Options{QPS: 200, Burst: 400, Timeout: 3 * time.Second}, qps: 200, burst: 400, timeout: 3 * time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,298 @@
+//go:build unix
+
+// Command bench measures the drift check against a real local control plane
+// (what `make bench` runs): a Release of N objects (ConfigMaps, Deployments
+// and Services) is compared with the live objects three ways, in the same run:
+//
+//   - convoy's engine in this process (render + compare), counting its API
+//     requests with a counting transport;
+//   - GET releases/NAME/diff through the kube-apiserver and the APIService;
+//   - `kubectl diff --server-side -f` on the same objects, counting its API
+//     requests from kubectl's -v=6 log.
+//
+// It prints the median wall time of each, the ratios and the requests per
+// object.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/controlplane"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
+)
+
+const namespace = "bench"
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	binDir := flag.String("bin-dir", "", "directory with etcd, kube-apiserver and kubectl (hack/testbin.sh)")
+	convoyBin := flag.String("convoy-apiserver", "bin/convoy-apiserver", "convoy-apiserver binary")
+	objects := flag.Int("objects", 500, "objects in the Release (split evenly between ConfigMaps, Deployments and Services)")
+	runs := flag.Int("runs", 5, "measured runs of each way; the median is reported")
+	flag.Parse()
+	if *binDir == "" {
+		return fmt.Errorf("--bin-dir is required")
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "convoy-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	cp, err := controlplane.Start(ctx, controlplane.Options{
+		Dir: dir, BinDir: *binDir,
+		CRDDir:          filepath.Join(root, "artifacts/crds"),
+		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac")},
+		ConvoyAPIServer: *convoyBin,
+		Out:             os.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Stop()
+
+	manifest := manifests(*objects)
+	file := filepath.Join(dir, "objects.yaml")
+	if err := os.WriteFile(file, []byte(manifest), 0o644); err != nil {
+		return err
+	}
+	if out, err := cp.Kubectl("create", "namespace", namespace).CombinedOutput(); err != nil {
+		return fmt.Errorf("create namespace: %w: %s", err, out)
+	}
+	if out, err := cp.Kubectl("apply", "--server-side", "--field-manager=convoy", "-f", file).CombinedOutput(); err != nil {
+		return fmt.Errorf("apply: %w: %s", err, out)
+	}
+	// One drifted object, so that every way has a change to report.
+	if out, err := cp.Kubectl("scale", "deployment", "app-0", "-n", namespace, "--replicas=3").CombinedOutput(); err != nil {
+		return fmt.Errorf("scale: %w: %s", err, out)
+	}
+	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return err
+	}
+	if _, err := kube.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "app-manifests"}, Data: map[string]string{"objects.yaml": manifest},
+	}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	convoy, err := convoyclient.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return err
+	}
+	release, err := convoy.ConvoyV1alpha1().Releases(namespace).Create(ctx, &convoyv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: "app"},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{
+			ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "app-manifests"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+
+	// 1. The engine in this process, with a counting transport.
+	var requests atomic.Int64
+	cfg := cp.AdminConfig()
+	cfg.QPS, cfg.Burst = cluster.DefaultQPS, cluster.DefaultBurst
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt, &requests} })
+	counted, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, mapper, err := dynamicAndMapper(cfg, counted)
+	if err != nil {
+		return err
+	}
+	engine := compare.NewEngine(redact.New(), compare.DefaultWorkers)
+	renderer := render.NewRenderer(render.ClientInputs{Client: counted}, mapper)
+	var engineReqs []int64
+	engineTimes, err := measure(*runs, func() error {
+		requests.Store(0)
+		r, err := renderer.Render(ctx, release)
+		if err != nil {
+			return err
+		}
+		res := engine.Compare(ctx, &compare.DynamicClient{Dynamic: dyn, Mapper: mapper}, r.Objects)
+		if res.Result != subresourcesv1alpha1.DiffDrifted {
+			return fmt.Errorf("engine: %s %s: %s", res.Result, res.Reason, res.Message)
+		}
+		engineReqs = append(engineReqs, requests.Load())
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// 2. GET /diff through the aggregator.
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return err
+	}
+	path := fmt.Sprintf("/apis/%s/v1alpha1/namespaces/%s/releases/app/diff", subresourcesv1alpha1.GroupName, namespace)
+	diffTimes, err := measure(*runs, func() error {
+		body, err := admin.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(body, []byte(`"result":"Drifted"`)) {
+			return fmt.Errorf("/diff: %s", body[:min(len(body), 300)])
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	// 3. kubectl diff --server-side on the same objects.
+	var kubectlReqs []int64
+	kubectlTimes, err := measure(*runs, func() error {
+		cmd := cp.Kubectl("diff", "--server-side", "--field-manager=convoy", "--force-conflicts", "-f", file, "-v=6")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
+			return fmt.Errorf("kubectl diff: want exit 1 (differences), got %v: %s", err, tail(stderr.String()))
+		}
+		kubectlReqs = append(kubectlReqs, int64(len(responseLine.FindAllString(stderr.String(), -1))))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	n := float64(*objects)
+	e, d, k := median(engineTimes), median(diffTimes), median(kubectlTimes)
+	fmt.Printf("\nDrift check of a Release of %d objects (%d ConfigMaps, %d Deployments, %d Services), median of %d runs:\n\n",
+		*objects, *objects-2*(*objects/3), *objects/3, *objects/3, *runs)
+	fmt.Printf("| way | wall time | vs kubectl | API requests | per object |\n|---|---|---|---|---|\n")
+	fmt.Printf("| convoy engine (render + compare, in process) | %s | %.1fx faster | %d | %.2f |\n",
+		e.Round(time.Millisecond), k.Seconds()/e.Seconds(), medianInt(engineReqs), float64(medianInt(engineReqs))/n)
+	fmt.Printf("| GET releases/app/diff (through the aggregator) | %s | %.1fx faster | | |\n",
+		d.Round(time.Millisecond), k.Seconds()/d.Seconds())
+	fmt.Printf("| kubectl diff --server-side -f | %s | 1.0x | %d | %.2f |\n",
+		k.Round(time.Millisecond), medianInt(kubectlReqs), float64(medianInt(kubectlReqs))/n)
+	return nil
+}
+
+// responseLine matches one response in kubectl's -v=6 log.
+var responseLine = regexp.MustCompile(`(?m)"Response" verb=|^I.*\] (GET|PATCH|POST|PUT|DELETE) https://`)
+
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+func dynamicAndMapper(cfg *rest.Config, kube kubernetes.Interface) (*dynamic.DynamicClient, *cluster.Mapper, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dyn, cluster.NewMapper(kube.Discovery(), clock.RealClock{}, cluster.DefaultRefreshInterval), nil
+}
+
+func measure(runs int, f func() error) ([]time.Duration, error) {
+	if err := f(); err != nil { // warm-up: caches, connections, discovery
+		return nil, err
+	}
+	var times []time.Duration
+	for range runs {
+		start := time.Now()
+		if err := f(); err != nil {
+			return nil, err
+		}
+		times = append(times, time.Since(start))
+	}
+	return times, nil
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianInt(v []int64) int64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], "\n")
+}
+
+// manifests returns n objects: Deployments app-i, Services app-i and
+// ConfigMaps config-i.
+func manifests(n int) string {
+	var b strings.Builder
+	third := n / 3
+	for i := range third {
+		fmt.Fprintf(&b, `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app-%[1]d, namespace: %[2]s, labels: {app: app-%[1]d}}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app-%[1]d}}
+  template:
+    metadata: {labels: {app: app-%[1]d}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1.%[1]d
+        ports: [{name: http, containerPort: 8080}]
+        env: [{name: INDEX, value: "%[1]d"}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app-%[1]d, namespace: %[2]s}
+spec:
+  selector: {app: app-%[1]d}
+  ports: [{name: http, port: 80, targetPort: http}]
+`, i, namespace)
+	}
+	for i := range n - 2*third {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: config-%d, namespace: %s}\ndata: {index: \"%d\", color: blue}\n", i, namespace, i)
+	}
+	return b.String()
+}

@@ -1,0 +1,109 @@
+package health
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// ErrNotFound is a read error for an object that is not on the cluster, for
+// callers that find it missing without an API error (a nil object from a
+// cache). A NotFound error of the API server means the same.
+var ErrNotFound = errors.New("the object is not on the cluster")
+
+// maxMessageLength is the longest message of an inventory entry status
+// (the CRD's maxLength).
+const maxMessageLength = 1024
+
+// Assess gives the next status of one inventory entry, as the Health
+// assessment page says, from its previous status (nil the first time), the
+// verdict of the rules, the error of reading the object, the deadline of the
+// Release (nil when it has none) and the time now:
+//   - readErr set: Unknown, the message says why (the object is missing, the
+//     cluster does not serve its kind, the read failed); firstUnhealthy kept.
+//     readErr wins over the verdict.
+//   - Pass (every rule true, or no rule applies): Healthy, firstUnhealthy
+//     cleared.
+//   - Fail (a rule returned false): firstUnhealthy set to now unless it is set
+//     already, which it stays, across renders too; Progressing while now is
+//     before firstUnhealthy+deadline, Degraded from then on; Progressing for
+//     ever without a deadline. The message is the rule's.
+//   - Error (a rule cannot be evaluated): Unknown, firstUnhealthy kept, the
+//     message says why.
+//
+// lastTransitionTime is now when the state changes (or was never set),
+// else kept; assessedRenderRef is entry.RenderRef; hookPhase is kept, it is
+// the hook poller's. Times are stored to the second, as the API server keeps
+// them, so what Assess returns equals what a read gives back. The message is
+// cut to the 1024 characters the CRD allows.
+func Assess(prev *convoyv1alpha1.InventoryEntryStatus, entry convoyv1alpha1.InventoryEntry, verdict Verdict, readErr error, deadline *time.Duration, now time.Time) convoyv1alpha1.InventoryEntryStatus {
+	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+	next := convoyv1alpha1.InventoryEntryStatus{
+		ObjectKey:         entry.ObjectKey,
+		AssessedRenderRef: entry.RenderRef,
+	}
+	if prev != nil {
+		next.FirstUnhealthy = prev.FirstUnhealthy.DeepCopy()
+		next.HookPhase = prev.HookPhase
+	}
+
+	switch {
+	case readErr != nil:
+		next.State = convoyv1alpha1.HealthUnknown
+		next.Message = readErrorMessage(readErr)
+	case verdict.Result == ResultPass:
+		next.State = convoyv1alpha1.HealthHealthy
+		next.Message = verdict.Message
+		next.FirstUnhealthy = nil
+	case verdict.Result == ResultFail:
+		if next.FirstUnhealthy == nil {
+			next.FirstUnhealthy = stamp.DeepCopy()
+		}
+		next.State = convoyv1alpha1.HealthProgressing
+		if deadline != nil && !now.Before(next.FirstUnhealthy.Add(*deadline)) {
+			next.State = convoyv1alpha1.HealthDegraded
+		}
+		next.Message = verdict.Message
+	default:
+		next.State = convoyv1alpha1.HealthUnknown
+		next.Message = verdict.Message
+		if next.Message == "" {
+			next.Message = "the health rules cannot be evaluated"
+		}
+	}
+	next.Message = truncate(next.Message, maxMessageLength)
+
+	if prev != nil && prev.State == next.State && prev.LastTransitionTime != nil {
+		next.LastTransitionTime = prev.LastTransitionTime.DeepCopy()
+	} else {
+		next.LastTransitionTime = stamp.DeepCopy()
+	}
+	return next
+}
+
+// readErrorMessage says why the object could not be read.
+func readErrorMessage(err error) string {
+	switch {
+	case errors.Is(err, ErrNotFound), apierrors.IsNotFound(err):
+		return "cannot read the object: it is not on the cluster"
+	case meta.IsNoMatchError(err):
+		return fmt.Sprintf("cannot read the object: the cluster does not serve its kind: %v", err)
+	}
+	return fmt.Sprintf("cannot read the object: %v", err)
+}
+
+// truncate cuts s to at most n characters, ending with "...".
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	return string(runes[:n-3]) + "..."
+}

@@ -1,0 +1,136 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Result is the outcome of the rules on one object.
+type Result string
+
+// Results of an evaluation.
+const (
+	// ResultPass: every rule returned true, or no rule applies.
+	ResultPass Result = "Pass"
+	// ResultFail: a rule returned false.
+	ResultFail Result = "Fail"
+	// ResultError: a rule could not be evaluated and none returned false.
+	ResultError Result = "Error"
+)
+
+// Verdict is what the rules say about one object.
+type Verdict struct {
+	Result Result
+	// Message is, for Fail, the message of the first rule that returned
+	// false; for Error, why the first rule that could not be evaluated could
+	// not; for Pass, empty, or "no health rule applies".
+	Message string
+	// Rule is the rule the message comes from; nil for Pass.
+	Rule *CompiledRule
+}
+
+// MessageNoRule is the message of the verdict on an object no rule applies to.
+const MessageNoRule = "no health rule applies"
+
+// NeedsRead reports whether the object must be read from the cluster to be
+// assessed: only when a rule applies. Without one it is Healthy, and
+// Evaluate(ctx, nil, nil) gives its verdict.
+func NeedsRead(rules []*CompiledRule) bool { return len(rules) > 0 }
+
+// activation binds the variable object.
+type activation struct{ object map[string]any }
+
+func (a *activation) ResolveName(name string) (any, bool) {
+	if name == ObjectVariable {
+		return a.object, true
+	}
+	return nil, false
+}
+
+func (a *activation) Parent() interpreter.Activation { return nil }
+
+// Evaluate runs rules, in order, on obj, the live object as decoded from JSON
+// (unstructured.Unstructured.Object). It gives:
+//   - Pass when every rule returns true, and when there is no rule (then
+//     obj is not looked at and may be nil);
+//   - Fail when a rule returns false, with the message of the first such
+//     rule: its messageExpression when it evaluates to a non-empty string,
+//     else its message, else "rule N of SET failed: EXPRESSION";
+//   - Error when a rule cannot be evaluated (an error such as a missing key,
+//     the cost limit exceeded, ctx done, or a result that is not a bool) and
+//     no rule returns false, with the first such failure as the message.
+//
+// A false wins over an error as in CEL's own a && b: a resource that fails a
+// rule is not healthy whatever the rules that cannot be evaluated would say.
+func Evaluate(ctx context.Context, rules []*CompiledRule, obj map[string]any) Verdict {
+	if len(rules) == 0 {
+		return Verdict{Result: ResultPass, Message: MessageNoRule}
+	}
+	act := &activation{object: obj}
+	var firstError *Verdict
+	for _, rule := range rules {
+		out, _, err := rule.program.ContextEval(ctx, act)
+		if err != nil {
+			if firstError == nil {
+				firstError = &Verdict{Result: ResultError, Message: rule.evalError(ctx, err), Rule: rule}
+			}
+			continue
+		}
+		pass, ok := out.(types.Bool)
+		if !ok {
+			if firstError == nil {
+				firstError = &Verdict{Result: ResultError, Rule: rule,
+					Message: fmt.Sprintf("%s returned %s %v, not a bool", rule, out.Type().TypeName(), out.Value())}
+			}
+			continue
+		}
+		if !pass {
+			return Verdict{Result: ResultFail, Message: rule.message(ctx, act), Rule: rule}
+		}
+	}
+	if firstError != nil {
+		return *firstError
+	}
+	return Verdict{Result: ResultPass}
+}
+
+// evalError says why the rule could not be evaluated.
+func (r *CompiledRule) evalError(ctx context.Context, err error) string {
+	var cancelled interpreter.EvalCancelledError
+	switch {
+	case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded:
+		return fmt.Sprintf("%s cannot be evaluated: it exceeded the cost limit of %d", r, r.costLimit)
+	case ctx.Err() != nil:
+		return fmt.Sprintf("%s cannot be evaluated: %v", r, context.Cause(ctx))
+	}
+	return fmt.Sprintf("%s cannot be evaluated: %v", r, err)
+}
+
+// message is the message of the rule, which returned false.
+func (r *CompiledRule) message(ctx context.Context, act *activation) string {
+	if r.messageProgram != nil {
+		out, _, err := r.messageProgram.ContextEval(ctx, act)
+		if err == nil {
+			if s, ok := out.(types.String); ok {
+				if msg := oneLine(string(s)); msg != "" {
+					return msg
+				}
+			}
+		}
+	}
+	if msg := oneLine(r.Rule.Message); msg != "" {
+		return msg
+	}
+	return fmt.Sprintf("%s failed: %s", r, oneLine(r.Rule.Expression))
+}
+
+// oneLine folds the white space of s, line breaks included, into single
+// spaces.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
