@@ -1,0 +1,80 @@
+package observer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
+)
+
+func TestStatusWriterWritesOnlyChanges(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+	client := fake.NewClientset(release)
+	applies := 0
+	client.PrependReactor("patch", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		applies++
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	w := NewStatusWriter(client.ConvoyV1alpha1(), clk)
+	ctx := context.Background()
+	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync, Message: "all 2 objects are in sync"}
+
+	wrote, err := w.SetCondition(ctx, release, inSync, nil)
+	require.NoError(t, err)
+	assert.True(t, wrote)
+
+	clk.SetTime(clk.Now().Add(time.Minute))
+	wrote, err = w.SetCondition(ctx, release, inSync, nil)
+	require.NoError(t, err)
+	assert.False(t, wrote, "same condition, same generation: no write")
+
+	healthy := metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy", Message: "2 of 2 healthy"}
+	summary := &convoyv1alpha1.HealthSummary{Total: 2, Healthy: 2}
+	wrote, err = w.SetCondition(ctx, release, healthy, summary)
+	require.NoError(t, err)
+	assert.True(t, wrote)
+
+	release.Generation = 2
+	wrote, err = w.SetCondition(ctx, release, inSync, nil)
+	require.NoError(t, err)
+	assert.True(t, wrote, "a new generation is written")
+	assert.Equal(t, 3, applies)
+
+	got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	c := meta.FindStatusCondition(got.Status.Conditions, convoyv1alpha1.ConditionInSync)
+	require.NotNil(t, c, "%+v", got.Status)
+	assert.Equal(t, int64(2), c.ObservedGeneration)
+	assert.Equal(t, time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), c.LastTransitionTime.UTC(), "the status did not change: the transition time stays")
+	assert.NotNil(t, meta.FindStatusCondition(got.Status.Conditions, convoyv1alpha1.ConditionHealthy),
+		"writing InSync keeps Healthy: every apply carries the whole observer part")
+	assert.Equal(t, summary, got.Status.HealthSummary)
+}
+
+func TestStatusWriterStartsFromTheServer(t *testing.T) {
+	// After a restart, the conditions on the Release are the truth: an
+	// unchanged condition is not written again.
+	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync,
+		Message: "ok", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	release := &convoyv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 3},
+		Status:     convoyv1alpha1.ReleaseStatus{Conditions: []metav1.Condition{cond}},
+	}
+	client := fake.NewClientset(release)
+	w := NewStatusWriter(client.ConvoyV1alpha1(), clocktesting.NewFakePassiveClock(time.Now()))
+	wrote, err := w.SetCondition(context.Background(), release, metav1.Condition{
+		Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync, Message: "ok"}, nil)
+	require.NoError(t, err)
+	assert.False(t, wrote)
+}
