@@ -42,7 +42,7 @@ run: build
 		--bin-dir "$$bindir" \
 		--convoy-apiserver "$(BIN_DIR)/convoy-apiserver" \
 		--crds artifacts/crds \
-		--manifests artifacts/rbac \
+		--manifests artifacts/rbac,artifacts/rules \
 		--examples artifacts/examples
 
 ## bench: the drift check of 500 objects against the local control plane, vs kubectl diff --server-side

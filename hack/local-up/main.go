@@ -64,7 +64,7 @@ func run() error {
 	if defDir == "" {
 		defDir = ".local"
 	}
-	manifests := listFlag{vals: []string{"artifacts/rbac"}}
+	manifests := listFlag{vals: []string{"artifacts/rbac", "artifacts/rules"}}
 	dir := flag.String("dir", defDir, "working directory, wiped at start except its kubeconfig file; default from $CONVOY_LOCAL_DIR")
 	binDir := flag.String("bin-dir", "", "directory with etcd, kube-apiserver and kubectl (output of hack/testbin.sh); required")
 	convoy := flag.String("convoy-apiserver", "", "path of the convoy-apiserver binary; empty: run without it")

@@ -40,11 +40,12 @@ const maxMessageLength = 1024
 //
 // lastTransitionTime is now when the state changes (or was never set),
 // else kept; assessedRenderRef is entry.RenderRef; hookPhase is kept, it is
-// the hook poller's. Times are stored to the second, as the API server keeps
-// them, so what Assess returns equals what a read gives back. The message is
+// the hook poller's. New times are cut to the second, in the local time
+// zone, as metav1.Time reads them back from the API server, so what Assess
+// returns equals what a read of the stored status gives. The message is
 // cut to the 1024 characters the CRD allows.
 func Assess(prev *convoyv1alpha1.InventoryEntryStatus, entry convoyv1alpha1.InventoryEntry, verdict Verdict, readErr error, deadline *time.Duration, now time.Time) convoyv1alpha1.InventoryEntryStatus {
-	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+	stamp := metav1.NewTime(now.Truncate(time.Second).Local())
 	next := convoyv1alpha1.InventoryEntryStatus{
 		ObjectKey:         entry.ObjectKey,
 		AssessedRenderRef: entry.RenderRef,

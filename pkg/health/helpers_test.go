@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -107,10 +106,4 @@ func rulesFor(t testing.TB, rules *Rules, obj map[string]any) []*CompiledRule {
 	resource, err := Resource(builtinMapper(), gvk)
 	require.NoError(t, err)
 	return rules.For(gvk.GroupVersion().String(), resource)
-}
-
-// indent indents every line of s by n spaces.
-func indent(s string, n int) string {
-	pad := strings.Repeat(" ", n)
-	return pad + strings.ReplaceAll(strings.TrimSpace(s), "\n", "\n"+pad)
 }

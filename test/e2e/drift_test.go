@@ -303,6 +303,7 @@ func TestDriftResourceVersionStable(t *testing.T) {
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	newStandIn(t).apply(ns, "web")
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+	waitHealthy(t, ns, "web", metav1.ConditionTrue, "NotConfigured")
 	get := func() *convoyv1alpha1.Release {
 		r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(context.Background(), "web", metav1.GetOptions{})
 		require.NoError(t, err)

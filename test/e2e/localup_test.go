@@ -35,7 +35,7 @@ func TestLocalUp(t *testing.T) {
 	cmd := exec.Command(bin, "--dir", dir, "--bin-dir", env.binDir,
 		"--convoy-apiserver", env.convoyBin,
 		"--crds", filepath.Join(env.root, "artifacts/crds"),
-		"--manifests", filepath.Join(env.root, "artifacts/rbac"),
+		"--manifests", filepath.Join(env.root, "artifacts/rbac")+","+filepath.Join(env.root, "artifacts/rules"),
 		"--examples", filepath.Join(env.root, "artifacts/examples"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -77,7 +77,7 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		Dir:             dir,
 		BinDir:          binDir,
 		CRDDir:          filepath.Join(root, "artifacts/crds"),
-		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac")},
+		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac"), filepath.Join(root, "artifacts/rules")},
 		ConvoyAPIServer: convoyBin,
 		ConvoyArgs:      []string{"-v=4"},
 		Out:             os.Stderr,

@@ -172,3 +172,26 @@ func (s *controllerStandIn) rollBack(namespace, name, ref string) {
 		st.LastHealthy = &convoyv1alpha1.RenderRecord{RenderRef: ref, Time: metav1.Now()}
 	})
 }
+
+// markHook marks an inventory entry as a lifecycle hook workload, as the
+// controller records hooks.
+func (s *controllerStandIn) markHook(namespace, name, group, kind, object string, phase convoyv1alpha1.HookPhase) {
+	s.t.Helper()
+	ctx := context.Background()
+	inv, err := convoyClient(s.t).ConvoyV1alpha1().ReleaseInventories(namespace).Get(ctx, name, metav1.GetOptions{})
+	require.NoError(s.t, err)
+	spec := convoyapply.ReleaseInventorySpec()
+	for _, e := range inv.Spec.Entries {
+		entry := convoyapply.InventoryEntry().
+			WithGroup(e.Group).WithVersion(e.Version).WithKind(e.Kind).
+			WithNamespace(e.Namespace).WithName(e.Name).WithWave(e.Wave).WithRenderRef(e.RenderRef)
+		if e.Group == group && e.Kind == kind && e.Name == object {
+			entry.WithHook(convoyapply.Hook().WithPhase(phase).WithRunAfter(convoyv1alpha1.HookRunAfterApplied))
+		}
+		spec.WithEntries(entry)
+	}
+	_, err = convoyClient(s.t).ConvoyV1alpha1().ReleaseInventories(namespace).Apply(ctx,
+		convoyapply.ReleaseInventory(name, namespace).WithSpec(spec),
+		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerController, Force: true})
+	require.NoError(s.t, err)
+}

@@ -104,8 +104,16 @@ func TestSyncRefusals(t *testing.T) {
 		})
 	}
 
+	// The observer's loops write conditions on the Release meanwhile, so
+	// compare what a sync request would change: metadata, and no Event.
 	releaseAfter, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	require.NoError(t, err)
-	assert.Equal(t, releaseBefore.ResourceVersion, releaseAfter.ResourceVersion, "a refused request changes nothing")
+	assert.Equal(t, releaseBefore.Annotations, releaseAfter.Annotations, "a refused request changes nothing")
+	assert.Equal(t, releaseBefore.Generation, releaseAfter.Generation)
 	assert.NotContains(t, releaseAfter.Annotations, convoyv1alpha1.AnnotationSyncRequestedAt)
+	events, err := kubeClient(t).EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	require.NoError(t, err)
+	for _, e := range events.Items {
+		assert.NotEqual(t, "SyncRequested", e.Reason, "no sync was recorded: %s", e.Note)
+	}
 }

@@ -36,6 +36,8 @@ import (
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
+	"github.com/kumodo/convoy-apiserver/pkg/health"
+	"github.com/kumodo/convoy-apiserver/pkg/inventory"
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
@@ -73,12 +75,17 @@ type Options struct {
 	DriftWorkers int
 	// CompareWorkers is how many objects of one Release are compared at once.
 	CompareWorkers int
+	// HealthWorkers is how many Releases the health loop assesses at once.
+	HealthWorkers int
+	// CELCostLimit bounds the cost of one evaluation of a health rule.
+	CELCostLimit uint64
 
 	// restConfig is set by Complete.
 	restConfig *rest.Config
 	// Set by Config: the observer's informers and loops.
 	convoyInformers convoyinformers.SharedInformerFactory
 	driftLoop       *observer.DriftLoop
+	healthLoop      *observer.HealthLoop
 }
 
 // NewOptions returns Options with the defaults of convoy-apiserver.
@@ -98,6 +105,8 @@ func NewOptions() *Options {
 		},
 		DriftWorkers:   4,
 		CompareWorkers: compare.DefaultWorkers,
+		HealthWorkers:  4,
+		CELCostLimit:   health.DefaultCostLimit,
 	}
 	o.SecureServing.BindPort = 6443
 	o.SecureServing.ServerCert.CertDirectory = ""
@@ -136,6 +145,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	observer := fss.FlagSet("observer")
 	observer.IntVar(&o.DriftWorkers, "drift-workers", o.DriftWorkers, "Releases the drift loop checks at once.")
 	observer.IntVar(&o.CompareWorkers, "compare-workers", o.CompareWorkers, "Objects of one Release compared at once.")
+	observer.IntVar(&o.HealthWorkers, "health-workers", o.HealthWorkers, "Releases the health loop assesses at once.")
+	observer.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "Cost limit of one evaluation of a health rule; a rule past it is Unknown.")
 	return fss
 }
 
@@ -184,8 +195,8 @@ func (o *Options) Validate() error {
 	if o.Target.QPS <= 0 || o.Target.Burst <= 0 || o.Target.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--target-qps, --target-burst and --target-timeout must be positive"))
 	}
-	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 {
-		errs = append(errs, fmt.Errorf("--drift-workers and --compare-workers must be positive"))
+	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 || o.HealthWorkers <= 0 || o.CELCostLimit == 0 {
+		errs = append(errs, fmt.Errorf("--drift-workers, --compare-workers, --health-workers and --cel-cost-limit must be positive"))
 	}
 	return utilerrors.NewAggregate(errs)
 }
@@ -236,11 +247,12 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	requester := convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	config.Extra = apiserver.ExtraConfig{
 		Engines: release.Engines{
-			Releases:  convoy.ConvoyV1alpha1(),
-			Resolver:  resolver,
-			Checker:   checker,
-			Redactor:  redactor,
-			Requester: requester,
+			Releases:    convoy.ConvoyV1alpha1(),
+			Inventories: convoy.ConvoyV1alpha1(),
+			Resolver:    resolver,
+			Checker:     checker,
+			Redactor:    redactor,
+			Requester:   requester,
 		},
 		KubeInformers: informers.NewSharedInformerFactory(kubeClient, o.Resync),
 	}
@@ -249,6 +261,15 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	releases := o.convoyInformers.Convoy().V1alpha1()
 	status := observer.NewStatusWriter(convoy.ConvoyV1alpha1(), clock.RealClock{})
 	o.driftLoop, err = observer.NewDriftLoop(releases.Releases(), releases.ReleaseInventories(), checker, status, requester)
+	if err != nil {
+		return nil, err
+	}
+	o.healthLoop, err = observer.NewHealthLoop(observer.HealthInformers{
+		Releases:    releases.Releases(),
+		Inventories: releases.ReleaseInventories(),
+		Globals:     releases.GlobalHealthRuleSets(),
+		Locals:      releases.HealthRuleSets(),
+	}, targets, health.NewCompiler(o.CELCostLimit), inventory.NewWriter(convoy.ConvoyV1alpha1()), status, requester, clock.RealClock{})
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +294,7 @@ func (o *Options) Run(ctx context.Context) error {
 		loopCtx := klog.NewContext(hook, klog.FromContext(ctx))
 		o.convoyInformers.Start(hook.Done())
 		go o.driftLoop.Run(loopCtx, o.DriftWorkers)
+		go o.healthLoop.Run(loopCtx, o.HealthWorkers)
 		return nil
 	})
 	klog.FromContext(ctx).Info("Starting convoy-apiserver")

@@ -19,11 +19,12 @@ import (
 // Engines are what the REST storage serves from: the same engines the
 // observer's loops use.
 type Engines struct {
-	Releases  convoyclient.ReleasesGetter
-	Resolver  *desired.Resolver
-	Checker   *drift.Checker
-	Redactor  *redact.Redactor
-	Requester *convoysync.Requester
+	Releases    convoyclient.ReleasesGetter
+	Inventories convoyclient.ReleaseInventoriesGetter
+	Resolver    *desired.Resolver
+	Checker     *drift.Checker
+	Redactor    *redact.Redactor
+	Requester   *convoysync.Requester
 }
 
 // Storage is the REST storage of the group's only version, keyed by resource
@@ -32,6 +33,7 @@ func Storage(e Engines) map[string]rest.Storage {
 	return map[string]rest.Storage{
 		"releases":         &REST{},
 		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
+		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
 		"releases/preview": NewPreviewREST(e.Releases, e.Resolver, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
 	}

@@ -71,3 +71,25 @@ var diffTable = tableConvertor[*subresourcesv1alpha1.ReleaseDiff]{
 		return []any{d.Name, string(d.Result), d.Reason, d.RenderRef, int64(len(d.Objects)), d.Message}
 	},
 }
+
+var healthTable = tableConvertor[*subresourcesv1alpha1.ReleaseHealth]{
+	columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: "Name of the Release"},
+		{Name: "Healthy", Type: "string", Description: "Status of the Healthy condition"},
+		{Name: "Reason", Type: "string", Description: "Reason of the Healthy condition"},
+		{Name: "Total", Type: "integer", Description: "Resources assessed"},
+		{Name: "Healthy Resources", Type: "integer", Description: "Resources Healthy"},
+		{Name: "Message", Type: "string", Description: "Message of the Healthy condition"},
+	},
+	row: func(h *subresourcesv1alpha1.ReleaseHealth) []any {
+		status, reason, message := "", "", ""
+		if c := h.Healthy; c != nil {
+			status, reason, message = string(c.Status), c.Reason, c.Message
+		}
+		var total, healthy int64
+		if s := h.HealthSummary; s != nil {
+			total, healthy = int64(s.Total), int64(s.Healthy)
+		}
+		return []any{h.Name, status, reason, total, healthy, message}
+	},
+}
