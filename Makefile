@@ -48,7 +48,7 @@ run: build
 ## bench: the drift check of 500 objects against the local control plane, vs kubectl diff --server-side
 bench: build
 	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver
-	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/
+	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/ ./pkg/health/
 
 clean:
 	rm -rf $(BIN_DIR) $(LOCAL_DIR)
