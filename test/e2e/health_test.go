@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,13 @@ func assessed(deadline time.Duration) releaseOption {
 			r.Spec.HealthAssessment.Deadline = &metav1.Duration{Duration: deadline}
 		}
 	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
 }
 
 // waitHealthy waits until the Healthy condition has status and reason.
@@ -191,6 +199,19 @@ spec:
 			}
 			return nil
 		})
+	})
+	t.Run("CannotAssess when the cluster is unreachable", func(t *testing.T) {
+		ns := newNamespace(t)
+		newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
+		newStandIn(t).apply(ns, "web")
+		before := waitHealthy(t, ns, "web", metav1.ConditionFalse, "Progressing").Status.HealthSummary
+		gone := strings.Replace(string(readFile(t, env.cp.AdminKubeconfig())), env.cp.AdminConfig().Host,
+			fmt.Sprintf("https://127.0.0.1:%d", closedPort(t)), 1)
+		registerCluster(t, ns, "gone", []byte(gone))
+		mustKubectl(t, "", "", "patch", "release", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"cluster":{"name":"gone"}}}`)
+		r := waitHealthy(t, ns, "web", metav1.ConditionUnknown, "CannotAssess")
+		assert.Contains(t, meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionHealthy).Message, "connection refused")
+		assert.Equal(t, before, r.Status.HealthSummary, "healthSummary keeps its last value")
 	})
 	t.Run("Unknown when an object is gone", func(t *testing.T) {
 		ns := newNamespace(t)
