@@ -258,6 +258,7 @@ func (p *Provider) newTarget(name string, cfg *rest.Config) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HTTP client: %w", err)
 	}
+	hc.Transport = countingTransport{cluster: name, next: hc.Transport}
 	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)

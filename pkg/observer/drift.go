@@ -183,11 +183,14 @@ func (l *DriftLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durati
 	defer cancel()
 	interval := Interval(release)
 
+	start := time.Now()
+	defer func() { passDuration.WithLabelValues("drift").Observe(time.Since(start).Seconds()) }()
 	report, err := l.checker.Check(ctx, release, "")
 	if err != nil {
 		return interval, err
 	}
 	cond := InSyncCondition(report)
+	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
 	logger.V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
 	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
 		return interval, err
@@ -196,6 +199,7 @@ func (l *DriftLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durati
 		if _, err := l.requester.Request(ctx, release.Namespace, release.Name, observerName, "drift found: "+report.Message); err != nil {
 			return interval, fmt.Errorf("requesting a sync: %w", err)
 		}
+		syncRequests.WithLabelValues("drift").Inc()
 	}
 	return interval, nil
 }

@@ -239,6 +239,8 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), l.passTimeout)
 	defer cancel()
+	start := time.Now()
+	defer func() { passDuration.WithLabelValues("health").Observe(time.Since(start).Seconds()) }()
 	interval := Interval(release)
 	inv, err := l.inventories.ReleaseInventories(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -260,6 +262,7 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 	if a.cannot != "" {
 		cond := metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionUnknown,
 			Reason: health.ReasonCannotAssess, Message: a.cannot}
+		passResults.WithLabelValues("health", string(cond.Status), cond.Reason).Inc()
 		// The summary keeps its last value.
 		if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
 			return 0, err
@@ -289,6 +292,7 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 		cond = health.HealthyCondition(a.entries)
 		settled = health.Worst(a.entries) == convoyv1alpha1.HealthHealthy
 	}
+	passResults.WithLabelValues("health", string(cond.Status), cond.Reason).Inc()
 	if _, err := l.status.SetCondition(ctx, release, cond, &summary); err != nil {
 		return 0, err
 	}
@@ -296,6 +300,7 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 		if _, err := l.requester.Request(ctx, release.Namespace, release.Name, observerName, strings.Join(why, "; ")); err != nil {
 			return 0, fmt.Errorf("requesting a sync: %w", err)
 		}
+		syncRequests.WithLabelValues("health").Inc()
 	}
 	return l.nextDelay(key, settled, interval), nil
 }
@@ -403,6 +408,9 @@ func (l *HealthLoop) assess(ctx context.Context, release *convoyv1alpha1.Release
 		var verdict health.Verdict
 		if readErr == nil {
 			verdict = health.Evaluate(ctx, applicable, obj.Object)
+			if verdict.Result == health.ResultError {
+				celErrors.Inc()
+			}
 		}
 		st := health.Assess(before, entry, verdict, readErr, deadline, now)
 		if entry.Hook != nil {

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -24,6 +26,7 @@ import (
 // whole observer part, not just the loop's own condition.
 type StatusWriter struct {
 	releases convoyclient.ReleasesGetter
+	recorder events.EventRecorder
 	clock    clock.PassiveClock
 
 	mu    sync.Mutex
@@ -37,9 +40,10 @@ type observedStatus struct {
 	healthSummary *convoyv1alpha1.HealthSummary
 }
 
-// NewStatusWriter returns a StatusWriter.
-func NewStatusWriter(releases convoyclient.ReleasesGetter, clk clock.PassiveClock) *StatusWriter {
-	return &StatusWriter{releases: releases, clock: clk, parts: map[types.UID]*observedStatus{}}
+// NewStatusWriter returns a StatusWriter that records an Event on the
+// Release when the status or reason of a condition changes.
+func NewStatusWriter(releases convoyclient.ReleasesGetter, recorder events.EventRecorder, clk clock.PassiveClock) *StatusWriter {
+	return &StatusWriter{releases: releases, recorder: recorder, clock: clk, parts: map[types.UID]*observedStatus{}}
 }
 
 // part returns the observer's part of release's status, read from release
@@ -79,6 +83,8 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 
 	cond.ObservedGeneration = release.Generation
 	cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
+	old := meta.FindStatusCondition(p.conditions, cond.Type)
+	transition := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
 	next := make([]metav1.Condition, len(p.conditions))
 	copy(next, p.conditions)
 	changed := meta.SetStatusCondition(&next, cond)
@@ -108,6 +114,13 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
 	}
 	p.conditions, p.healthSummary = next, nextSummary
+	if transition {
+		eventType := corev1.EventTypeNormal
+		if cond.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		w.recorder.Eventf(release, nil, eventType, cond.Reason, "Set"+cond.Type, "%s is %s (%s): %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+	}
 	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
 		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)
 	return true, nil

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -26,7 +27,8 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	w := NewStatusWriter(client.ConvoyV1alpha1(), clk)
+	recorder := events.NewFakeRecorder(10)
+	w := NewStatusWriter(client.ConvoyV1alpha1(), recorder, clk)
 	ctx := context.Background()
 	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync, Message: "all 2 objects are in sync"}
 
@@ -50,6 +52,10 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, wrote, "a new generation is written")
 	assert.Equal(t, 3, applies)
+	// Events for the two transitions, not for the generation bump.
+	require.Len(t, recorder.Events, 2)
+	assert.Equal(t, "Normal InSync InSync is True (InSync): all 2 objects are in sync", <-recorder.Events)
+	assert.Equal(t, "Normal Healthy Healthy is True (Healthy): 2 of 2 healthy", <-recorder.Events)
 
 	got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -72,7 +78,7 @@ func TestStatusWriterStartsFromTheServer(t *testing.T) {
 		Status:     convoyv1alpha1.ReleaseStatus{Conditions: []metav1.Condition{cond}},
 	}
 	client := fake.NewClientset(release)
-	w := NewStatusWriter(client.ConvoyV1alpha1(), clocktesting.NewFakePassiveClock(time.Now()))
+	w := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(1), clocktesting.NewFakePassiveClock(time.Now()))
 	wrote, err := w.SetCondition(context.Background(), release, metav1.Condition{
 		Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync, Message: "ok"}, nil)
 	require.NoError(t, err)

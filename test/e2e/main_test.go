@@ -79,7 +79,7 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		CRDDir:          filepath.Join(root, "artifacts/crds"),
 		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac"), filepath.Join(root, "artifacts/rules")},
 		ConvoyAPIServer: convoyBin,
-		ConvoyArgs:      []string{"-v=4"},
+		ConvoyArgs:      []string{"-v=4", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
 		Out:             os.Stderr,
 	})
 	if err != nil {

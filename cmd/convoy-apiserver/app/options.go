@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -20,7 +21,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
 	"k8s.io/component-base/logs"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
@@ -35,9 +39,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
-	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
-	"github.com/kumodo/convoy-apiserver/pkg/inventory"
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
@@ -79,13 +81,13 @@ type Options struct {
 	HealthWorkers int
 	// CELCostLimit bounds the cost of one evaluation of a health rule.
 	CELCostLimit uint64
+	// LeaderElection elects the replica that runs the loops.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 
 	// restConfig is set by Complete.
 	restConfig *rest.Config
-	// Set by Config: the observer's informers and loops.
-	convoyInformers convoyinformers.SharedInformerFactory
-	driftLoop       *observer.DriftLoop
-	healthLoop      *observer.HealthLoop
+	// observer is set by Config.
+	observer *observer.Observer
 }
 
 // NewOptions returns Options with the defaults of convoy-apiserver.
@@ -107,6 +109,15 @@ func NewOptions() *Options {
 		CompareWorkers: compare.DefaultWorkers,
 		HealthWorkers:  4,
 		CELCostLimit:   health.DefaultCostLimit,
+		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+			LeaderElect:       true,
+			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+			ResourceLock:      resourcelock.LeasesResourceLock,
+			ResourceName:      "convoy-apiserver",
+			ResourceNamespace: "convoy-system",
+		},
 	}
 	o.SecureServing.BindPort = 6443
 	o.SecureServing.ServerCert.CertDirectory = ""
@@ -147,6 +158,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	observer.IntVar(&o.CompareWorkers, "compare-workers", o.CompareWorkers, "Objects of one Release compared at once.")
 	observer.IntVar(&o.HealthWorkers, "health-workers", o.HealthWorkers, "Releases the health loop assesses at once.")
 	observer.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "Cost limit of one evaluation of a health rule; a rule past it is Unknown.")
+	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	return fss
 }
 
@@ -194,6 +206,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Target.QPS <= 0 || o.Target.Burst <= 0 || o.Target.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--target-qps, --target-burst and --target-timeout must be positive"))
+	}
+	if le := o.LeaderElection; le.LeaderElect && (le.LeaseDuration.Duration <= le.RenewDeadline.Duration || le.RenewDeadline.Duration <= le.RetryPeriod.Duration || le.RetryPeriod.Duration <= 0) {
+		errs = append(errs, fmt.Errorf("leader election needs lease duration > renew deadline > retry period > 0"))
 	}
 	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 || o.HealthWorkers <= 0 || o.CELCostLimit == 0 {
 		errs = append(errs, fmt.Errorf("--drift-workers, --compare-workers, --health-workers and --cel-cost-limit must be positive"))
@@ -257,27 +272,27 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 		KubeInformers: informers.NewSharedInformerFactory(kubeClient, o.Resync),
 	}
 
-	o.convoyInformers = convoyinformers.NewSharedInformerFactory(convoy, o.Resync)
-	releases := o.convoyInformers.Convoy().V1alpha1()
-	status := observer.NewStatusWriter(convoy.ConvoyV1alpha1(), clock.RealClock{})
-	o.driftLoop, err = observer.NewDriftLoop(releases.Releases(), releases.ReleaseInventories(), checker, status, requester)
-	if err != nil {
-		return nil, err
-	}
-	o.healthLoop, err = observer.NewHealthLoop(observer.HealthInformers{
-		Releases:    releases.Releases(),
-		Inventories: releases.ReleaseInventories(),
-		Globals:     releases.GlobalHealthRuleSets(),
-		Locals:      releases.HealthRuleSets(),
-	}, targets, health.NewCompiler(o.CELCostLimit), inventory.NewWriter(convoy.ConvoyV1alpha1()), status, requester, clock.RealClock{})
-	if err != nil {
-		return nil, err
-	}
+	o.observer = observer.New(observer.Config{
+		Convoy:         convoy,
+		Kube:           kubeClient,
+		Checker:        checker,
+		Targets:        targets,
+		Requester:      requester,
+		Recorder:       recorder,
+		Compiler:       health.NewCompiler(o.CELCostLimit),
+		Clock:          clock.RealClock{},
+		Resync:         o.Resync,
+		DriftWorkers:   o.DriftWorkers,
+		HealthWorkers:  o.HealthWorkers,
+		LeaderElection: o.LeaderElection,
+	})
 	return config, nil
 }
 
 // Run starts the server and blocks until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
+	observer.RegisterMetrics()
+	cluster.RegisterMetrics()
 	config, err := o.Config(ctx)
 	if err != nil {
 		return err
@@ -292,9 +307,11 @@ func (o *Options) Run(ctx context.Context) error {
 	})
 	server.GenericAPIServer.AddPostStartHookOrDie("start-observer", func(hook genericapiserver.PostStartHookContext) error {
 		loopCtx := klog.NewContext(hook, klog.FromContext(ctx))
-		o.convoyInformers.Start(hook.Done())
-		go o.driftLoop.Run(loopCtx, o.DriftWorkers)
-		go o.healthLoop.Run(loopCtx, o.HealthWorkers)
+		go func() {
+			if err := o.observer.Run(loopCtx); err != nil {
+				klog.FromContext(ctx).Error(err, "The observer stopped")
+			}
+		}()
 		return nil
 	})
 	klog.FromContext(ctx).Info("Starting convoy-apiserver")

@@ -1,0 +1,56 @@
+package cluster
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+var targetRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+	Subsystem:      "convoy_target",
+	Name:           "requests_total",
+	Help:           "Requests to target clusters by cluster (\"\" is the local one), operation (read, dry_run, discovery, other) and HTTP code (\"error\" when there is no answer).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"cluster", "operation", "code"})
+
+var registerOnce sync.Once
+
+// RegisterMetrics registers the target-cluster metrics with the legacy
+// registry that the API server serves on /metrics.
+func RegisterMetrics() {
+	registerOnce.Do(func() { legacyregistry.MustRegister(targetRequests) })
+}
+
+// countingTransport counts the requests to one target cluster.
+type countingTransport struct {
+	cluster string
+	next    http.RoundTripper
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	code := "error"
+	if err == nil {
+		code = strconv.Itoa(resp.StatusCode)
+	}
+	targetRequests.WithLabelValues(t.cluster, operation(req), code).Inc()
+	return resp, err
+}
+
+// operation tells a read, a server-side apply dry run and discovery apart.
+func operation(req *http.Request) string {
+	path := strings.TrimSuffix(req.URL.Path, "/")
+	switch {
+	case req.Method == http.MethodPatch && req.URL.Query().Get("dryRun") == "All":
+		return "dry_run"
+	case req.Method == http.MethodGet && (path == "/api" || path == "/apis" || strings.Count(path, "/") <= 3 && strings.HasPrefix(path, "/apis/") || path == "/api/v1"):
+		return "discovery"
+	case req.Method == http.MethodGet:
+		return "read"
+	}
+	return "other"
+}

@@ -1,0 +1,139 @@
+package observer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
+	"github.com/kumodo/convoy-apiserver/pkg/health"
+	"github.com/kumodo/convoy-apiserver/pkg/inventory"
+	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+)
+
+// Config is what the observer's loops run on.
+type Config struct {
+	Convoy    convoyclient.Interface
+	Kube      kubernetes.Interface
+	Checker   *drift.Checker
+	Targets   *cluster.Provider
+	Requester *convoysync.Requester
+	Recorder  events.EventRecorder
+	Compiler  *health.Compiler
+	Clock     clock.PassiveClock
+
+	Resync        time.Duration
+	DriftWorkers  int
+	HealthWorkers int
+
+	// LeaderElection says whether and how replicas elect the one that runs
+	// the loops. Every replica serves the API either way.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+}
+
+// Observer runs the drift and health loops, in the replica that holds the
+// lease when leader election is on.
+type Observer struct {
+	cfg      Config
+	identity string
+}
+
+// New returns an Observer.
+func New(cfg Config) *Observer {
+	host, _ := os.Hostname()
+	return &Observer{cfg: cfg, identity: host + "_" + string(uuid.NewUUID())}
+}
+
+// Identity is this replica's name in the lease.
+func (o *Observer) Identity() string { return o.identity }
+
+// Run runs the loops until ctx is done. With leader election it campaigns
+// for the lease, runs the loops while it holds it, stops them cleanly when it
+// loses it, and campaigns again; it gives the lease up when ctx is done.
+func (o *Observer) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	le := o.cfg.LeaderElection
+	if !le.LeaderElect {
+		SetLeader(true)
+		return o.runLoops(ctx)
+	}
+	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
+		o.cfg.Kube.CoreV1(), o.cfg.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.identity})
+	if err != nil {
+		return fmt.Errorf("creating the lease lock: %w", err)
+	}
+	for ctx.Err() == nil {
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   le.LeaseDuration.Duration,
+			RenewDeadline:   le.RenewDeadline.Duration,
+			RetryPeriod:     le.RetryPeriod.Duration,
+			ReleaseOnCancel: true,
+			Name:            le.ResourceName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(leading context.Context) {
+					logger.Info("Leading: starting the loops", "identity", o.identity)
+					SetLeader(true)
+					if err := o.runLoops(leading); err != nil {
+						logger.Error(err, "Running the loops")
+					}
+				},
+				OnStoppedLeading: func() {
+					SetLeader(false)
+					logger.Info("Not leading: the loops stopped", "identity", o.identity)
+				},
+				OnNewLeader: func(identity string) {
+					if identity != o.identity {
+						logger.Info("Another replica leads", "leader", identity)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("creating the leader elector: %w", err)
+		}
+		elector.Run(ctx)
+	}
+	return nil
+}
+
+// runLoops builds fresh informers and loops (an informer cannot start twice)
+// and runs them until ctx is done.
+func (o *Observer) runLoops(ctx context.Context) error {
+	c := o.cfg
+	factory := convoyinformers.NewSharedInformerFactory(c.Convoy, c.Resync)
+	v1 := factory.Convoy().V1alpha1()
+	status := NewStatusWriter(c.Convoy.ConvoyV1alpha1(), c.Recorder, c.Clock)
+	driftLoop, err := NewDriftLoop(v1.Releases(), v1.ReleaseInventories(), c.Checker, status, c.Requester)
+	if err != nil {
+		return err
+	}
+	healthLoop, err := NewHealthLoop(HealthInformers{
+		Releases: v1.Releases(), Inventories: v1.ReleaseInventories(),
+		Globals: v1.GlobalHealthRuleSets(), Locals: v1.HealthRuleSets(),
+	}, c.Targets, c.Compiler, inventory.NewWriter(c.Convoy.ConvoyV1alpha1()), status, c.Requester, c.Clock)
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	var wg sync.WaitGroup
+	wg.Go(func() { driftLoop.Run(ctx, c.DriftWorkers) })
+	wg.Go(func() { healthLoop.Run(ctx, c.HealthWorkers) })
+	wg.Wait()
+	factory.Shutdown()
+	return nil
+}
