@@ -127,4 +127,3 @@ func TestHAOneReplicaRunsTheLoops(t *testing.T) {
 	waitInSync(t, ns, "after", metav1.ConditionTrue, "InSync")
 	waitHealthy(t, ns, "after", metav1.ConditionTrue, "NotConfigured")
 }
-
