@@ -147,6 +147,19 @@ func TestDriftScaledDeployment(t *testing.T) {
 	assert.JSONEq(t, "5", string(web.Changes[0].Live.Raw))
 	assert.Equal(t, subresourcesv1alpha1.ObjectInSync, objectDiff(t, d, "ConfigMap", "settings").Status)
 
+	eventually(t, "an Event for the change of InSync", func(ctx context.Context) error {
+		events, err := kubeClient(t).EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Drifted" && e.Type == "Warning" && e.Regarding.Name == "web" && strings.Contains(e.Note, "InSync is False (Drifted)") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no Drifted event among %d", len(events.Items))
+	})
+
 	// /diff and the condition agree: same render, same result, same message.
 	assert.Equal(t, fmt.Sprintf("render %s (%s): %s", d.RenderRef, d.RenderSource, d.Message), cond.Message)
 }
