@@ -1,0 +1,81 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// Output formats of -o.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+	outputYAML  = "yaml"
+)
+
+var outputFormats = []string{outputTable, outputJSON, outputYAML}
+
+// addOutputFlag adds -o with the default def to cmd, whose answer is a kind.
+func addOutputFlag(cmd *cobra.Command, output *string, def, kind, tableHelp string) {
+	cmd.Flags().StringVarP(output, "output", "o", def,
+		fmt.Sprintf("Output format: table (%s), json or yaml (the %s object as the server sent it)", tableHelp, kind))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// checkOutput rejects an unknown -o.
+func checkOutput(output string) error {
+	for _, f := range outputFormats {
+		if output == f {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s", output, strings.Join(outputFormats, ", "))
+}
+
+// printRaw prints raw, an object as the server sent it, as JSON or YAML with
+// the printers of kubectl.
+func printRaw(w io.Writer, output string, raw []byte) error {
+	obj := &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+	var p printers.ResourcePrinter = &printers.JSONPrinter{}
+	if output == outputYAML {
+		p = &printers.YAMLPrinter{}
+	}
+	return p.PrintObj(obj, w)
+}
+
+// kindGroup writes a kind as kubectl does: Kind.group, or Kind for the core group.
+func kindGroup(group, kind string) string {
+	if group == "" {
+		return kind
+	}
+	return kind + "." + group
+}
+
+// apiVersion joins group and version.
+func apiVersion(group, version string) string {
+	if group == "" {
+		return version
+	}
+	return group + "/" + version
+}
+
+// namespaced writes namespace/name, or name for a cluster-scoped object.
+func namespaced(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// cell makes s fit in one cell of a table: one line, no terminal escapes.
+func cell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\t", " ")), " ")
+	return printers.EscapeTerminal(s)
+}

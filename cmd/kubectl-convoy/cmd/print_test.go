@@ -1,0 +1,420 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+)
+
+var testNow = time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+
+func ago(d time.Duration) *metav1.Time {
+	t := metav1.NewTime(testNow.Add(-d))
+	return &t
+}
+
+func entry(group, kind, namespace, name string, state convoyv1alpha1.HealthState) subresourcesv1alpha1.EntryHealth {
+	return subresourcesv1alpha1.EntryHealth{
+		ObjectKey:         convoyv1alpha1.ObjectKey{Group: group, Kind: kind, Namespace: namespace, Name: name},
+		Version:           "v1",
+		RenderRef:         "0123456789abcdef",
+		AssessedRenderRef: "0123456789abcdef",
+		State:             state,
+	}
+}
+
+func TestPrintHealth(t *testing.T) {
+	progressing := entry("apps", "Deployment", "shop", "web", convoyv1alpha1.HealthProgressing)
+	progressing.FirstUnhealthy = ago(3*time.Minute + 10*time.Second) // HumanDuration: 3m10s
+	progressing.Message = "0 of 2 replicas available"
+	stale := entry("", "ConfigMap", "shop", "settings", convoyv1alpha1.HealthHealthy)
+	stale.AssessedRenderRef = "fedcba9876543210"
+	notAssessed := entry("", "Service", "shop", "web", convoyv1alpha1.HealthUnknown)
+	notAssessed.AssessedRenderRef = ""
+	notAssessed.Message = "not assessed\nyet"
+	hook := entry("batch", "Job", "shop", "migrate", convoyv1alpha1.HealthHealthy)
+	hook.HookPhase = convoyv1alpha1.HookRunning
+	clusterScoped := entry("rbac.authorization.k8s.io", "ClusterRole", "", "reader", convoyv1alpha1.HealthHealthy)
+	degraded := &metav1.Condition{Type: "Healthy", Status: metav1.ConditionFalse, Reason: "Progressing", Message: "Deployment shop/web: 0 of 2 replicas available"}
+
+	tests := []struct {
+		name   string
+		health subresourcesv1alpha1.ReleaseHealth
+		want   string
+	}{{
+		name: "progressing deployment",
+		health: subresourcesv1alpha1.ReleaseHealth{
+			Healthy:       degraded,
+			HealthSummary: &convoyv1alpha1.HealthSummary{Total: 2, Healthy: 1, Progressing: 1},
+			Entries:       []subresourcesv1alpha1.EntryHealth{progressing, entry("", "ConfigMap", "shop", "settings", convoyv1alpha1.HealthHealthy)},
+		},
+		want: `
+KIND              NAMESPACE   NAME       STATE         AGE     ASSESSED           MESSAGE
+Deployment.apps   shop        web        Progressing   3m10s   0123456789abcdef   0 of 2 replicas available
+ConfigMap         shop        settings   Healthy       -       0123456789abcdef   -
+Healthy: False (Progressing) 1 of 2 healthy: Deployment shop/web: 0 of 2 replicas available
+`,
+	}, {
+		name: "assessed at another render, not assessed, cluster-scoped",
+		health: subresourcesv1alpha1.ReleaseHealth{
+			Healthy:       &metav1.Condition{Type: "Healthy", Status: metav1.ConditionUnknown, Reason: "Pending"},
+			HealthSummary: &convoyv1alpha1.HealthSummary{Total: 3, Healthy: 2, Unknown: 1},
+			Entries:       []subresourcesv1alpha1.EntryHealth{stale, notAssessed, clusterScoped},
+		},
+		want: `
+KIND                                    NAMESPACE   NAME       STATE     AGE   ASSESSED                                       MESSAGE
+ConfigMap                               shop        settings   Healthy   -     fedcba9876543210 (applied: 0123456789abcdef)   -
+Service                                 shop        web        Unknown   -     - (applied: 0123456789abcdef)                  not assessed yet
+ClusterRole.rbac.authorization.k8s.io   -           reader     Healthy   -     0123456789abcdef                               -
+Healthy: Unknown (Pending) 2 of 3 healthy
+`,
+	}, {
+		name: "the counts of the message said once",
+		health: subresourcesv1alpha1.ReleaseHealth{
+			Healthy: &metav1.Condition{Type: "Healthy", Status: metav1.ConditionFalse, Reason: "Degraded",
+				Message: "1 of 2 resources healthy; Deployment.apps shop/web is Degraded: 0 of 2 replicas available"},
+			HealthSummary: &convoyv1alpha1.HealthSummary{Total: 2, Healthy: 1, Degraded: 1},
+		},
+		want: `
+Healthy: False (Degraded) 1 of 2 healthy: Deployment.apps shop/web is Degraded: 0 of 2 replicas available
+`,
+	}, {
+		name: "all healthy",
+		health: subresourcesv1alpha1.ReleaseHealth{
+			Healthy:       &metav1.Condition{Type: "Healthy", Status: metav1.ConditionTrue, Reason: "Healthy", Message: "2 of 2 resources healthy"},
+			HealthSummary: &convoyv1alpha1.HealthSummary{Total: 2, Healthy: 2},
+		},
+		want: `
+Healthy: True (Healthy) 2 of 2 healthy
+`,
+	}, {
+		name: "hook column only with a hook",
+		health: subresourcesv1alpha1.ReleaseHealth{
+			Healthy: &metav1.Condition{Type: "Healthy", Status: metav1.ConditionTrue, Reason: "NotConfigured", Message: "no health assessment"},
+			Entries: []subresourcesv1alpha1.EntryHealth{hook},
+		},
+		want: `
+KIND        NAMESPACE   NAME      STATE     AGE   ASSESSED           HOOK      MESSAGE
+Job.batch   shop        migrate   Healthy   -     0123456789abcdef   Running   -
+Healthy: True (NotConfigured): no health assessment
+`,
+	}, {
+		name:   "not applied, not assessed",
+		health: subresourcesv1alpha1.ReleaseHealth{},
+		want: `
+Healthy: Unknown (not assessed yet)
+`,
+	}, {
+		name: "terminal escapes in messages",
+		health: subresourcesv1alpha1.ReleaseHealth{
+			Healthy: &metav1.Condition{Status: metav1.ConditionFalse, Reason: "Degraded", Message: "bad \x1b[31mred"},
+		},
+		want: `
+Healthy: False (Degraded): bad ^[[31mred
+`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, printHealth(&out, &tt.health, testNow))
+			assert.Equal(t, strings.TrimPrefix(tt.want, "\n"), out.String())
+		})
+	}
+}
+
+func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+func TestPrintDiff(t *testing.T) {
+	deployment := subresourcesv1alpha1.ObjectDiff{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	configMap := subresourcesv1alpha1.ObjectDiff{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings", Status: subresourcesv1alpha1.ObjectInSync}
+	scaled := deployment
+	scaled.Status = subresourcesv1alpha1.ObjectModified
+	scaled.Changes = []subresourcesv1alpha1.FieldChange{{Path: "spec.replicas", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("2"), Live: raw("5")}}
+	meta := func(d subresourcesv1alpha1.ReleaseDiff) subresourcesv1alpha1.ReleaseDiff {
+		d.Namespace, d.Name, d.RenderRef, d.RenderSource = "shop", "web", "0123456789abcdef", subresourcesv1alpha1.RenderSourceFresh
+		return d
+	}
+
+	tests := []struct {
+		name    string
+		diff    subresourcesv1alpha1.ReleaseDiff
+		colored bool
+		want    string
+	}{{
+		name: "in sync",
+		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffInSync, Objects: []subresourcesv1alpha1.ObjectDiff{
+			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Status: subresourcesv1alpha1.ObjectInSync}, configMap,
+		}}),
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): InSync
+InSync   Deployment.apps   shop/web
+InSync   ConfigMap         shop/settings
+`,
+	}, {
+		name: "scaled deployment",
+		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffDrifted, Objects: []subresourcesv1alpha1.ObjectDiff{scaled, configMap}}),
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): Drifted
+Modified   Deployment.apps   shop/web
+InSync     ConfigMap         shop/settings
+
+--- live   apps/v1 Deployment shop/web
++++ desired
+@@ spec.replicas @@
+-5
++2
+`,
+	}, {
+		name:    "coloured",
+		diff:    meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffDrifted, Objects: []subresourcesv1alpha1.ObjectDiff{scaled}}),
+		colored: true,
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): Drifted
+Modified   Deployment.apps   shop/web
+
+` + "\x1b[1m--- live   apps/v1 Deployment shop/web\x1b[0m\n\x1b[1m+++ desired\x1b[0m\n\x1b[36m@@ spec.replicas @@\x1b[0m\n\x1b[31m-5\x1b[0m\n\x1b[32m+2\x1b[0m\n",
+	}, {
+		name: "add, remove, structured values, missing object, cluster-scoped",
+		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffDrifted, Objects: []subresourcesv1alpha1.ObjectDiff{
+			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Status: subresourcesv1alpha1.ObjectModified, Changes: []subresourcesv1alpha1.FieldChange{
+				{Path: `metadata.annotations["example.com/owner"]`, Op: subresourcesv1alpha1.ChangeAdd, Desired: raw(`"ops"`)},
+				{Path: "metadata.labels.team", Op: subresourcesv1alpha1.ChangeRemove, Live: raw(`"payments"`)},
+				{Path: "spec.template.spec.containers[name=app].args", Op: subresourcesv1alpha1.ChangeReplace,
+					Desired: raw(`["--port=8080","--verbose","--log=json"]`), Live: raw(`["--port=8080","--log=json"]`)},
+				{Path: "spec.template.spec.containers[name=app].resources", Op: subresourcesv1alpha1.ChangeReplace,
+					Desired: raw(`{"limits":{"cpu":"1","memory":"1Gi"}}`), Live: raw(`{"limits":{"cpu":"500m","memory":"1Gi"}}`)},
+			}},
+			{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings", Status: subresourcesv1alpha1.ObjectMissing},
+			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "reader", Status: subresourcesv1alpha1.ObjectModified, Changes: []subresourcesv1alpha1.FieldChange{
+				{Path: "rules", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw(`null`), Live: raw(`[]`)},
+			}},
+		}}),
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): Drifted
+Modified   Deployment.apps                         shop/web
+Missing    ConfigMap                               shop/settings
+Modified   ClusterRole.rbac.authorization.k8s.io   reader
+
+--- live   apps/v1 Deployment shop/web
++++ desired
+@@ metadata.annotations["example.com/owner"] @@
++ops
+@@ metadata.labels.team @@
+-payments
+@@ spec.template.spec.containers[name=app].args @@
+ - --port=8080
++- --verbose
+ - --log=json
+@@ spec.template.spec.containers[name=app].resources @@
+ limits:
+-  cpu: 500m
++  cpu: "1"
+   memory: 1Gi
+
+--- live   v1 ConfigMap shop/settings (missing)
++++ desired
+@@ not on the cluster: the whole object would be created @@
+
+--- live   rbac.authorization.k8s.io/v1 ClusterRole reader
++++ desired
+@@ rules @@
+-[]
++null
+`,
+	}, {
+		name: "undetermined without objects or render",
+		diff: subresourcesv1alpha1.ReleaseDiff{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+			Result: subresourcesv1alpha1.DiffUndetermined, Reason: "ClusterNotFound", Message: "cluster nowhere not found"},
+		want: `
+Release shop/web: Undetermined
+`,
+	}, {
+		name: "terminal escapes in values",
+		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffDrifted, Objects: []subresourcesv1alpha1.ObjectDiff{
+			{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings", Status: subresourcesv1alpha1.ObjectModified, Changes: []subresourcesv1alpha1.FieldChange{
+				{Path: "data.color\x1b[2J", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw(`"blue"`), Live: raw(`"green"`)},
+			}},
+		}}),
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): Drifted
+Modified   ConfigMap   shop/settings
+
+--- live   v1 ConfigMap shop/settings
++++ desired
+@@ data.color^[[2J @@
+-green
++blue
+`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, printDiff(&out, &tt.diff, tt.colored))
+			assert.Equal(t, strings.TrimPrefix(tt.want, "\n"), out.String())
+		})
+	}
+}
+
+func TestDiffExitCode(t *testing.T) {
+	tests := []struct {
+		result  subresourcesv1alpha1.DiffResult
+		code    int
+		wantErr string
+	}{
+		{subresourcesv1alpha1.DiffInSync, 0, ""},
+		{subresourcesv1alpha1.DiffDrifted, 1, ""},
+		{subresourcesv1alpha1.DiffUndetermined, 2, "the diff of release shop/web is undetermined (ClusterNotFound): cluster nowhere not found"},
+		{"Sideways", 2, `unknown result "Sideways"`},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.result), func(t *testing.T) {
+			d := &subresourcesv1alpha1.ReleaseDiff{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+				Result: tt.result, Reason: "ClusterNotFound", Message: "cluster nowhere not found"}
+			code, err := diffExitCode(d)
+			assert.Equal(t, tt.code, code)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDiffLines(t *testing.T) {
+	tests := []struct {
+		name string
+		a, b []string
+		want string
+	}{
+		{"both empty", nil, nil, ""},
+		{"add", nil, []string{"x"}, "+x"},
+		{"remove", []string{"x"}, nil, "-x"},
+		{"replace", []string{"5"}, []string{"2"}, "-5 +2"},
+		{"insert in the middle", []string{"a", "c"}, []string{"a", "b", "c"}, " a +b  c"},
+		{"change in the middle", []string{"a", "b", "c"}, []string{"a", "x", "c"}, " a -b +x  c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, l := range diffLines(tt.a, tt.b) {
+				got = append(got, string(l.op)+l.text)
+			}
+			assert.Equal(t, tt.want, strings.Join(got, " "))
+		})
+	}
+	t.Run("too large for the LCS", func(t *testing.T) {
+		a := make([]string, 2000)
+		b := make([]string, 1000)
+		lines := diffLines(a, b)
+		require.Len(t, lines, 3000)
+		assert.Equal(t, opDelete, lines[0].op)
+		assert.Equal(t, opInsert, lines[2999].op)
+	})
+}
+
+func TestPrintPreview(t *testing.T) {
+	p := &subresourcesv1alpha1.ReleasePreview{
+		ObjectMeta:   metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		RenderRef:    "0123456789abcdef",
+		RenderSource: subresourcesv1alpha1.RenderSourceStored,
+		Objects: []runtime.RawExtension{
+			{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"shop"},"data":{"color":"blue"}}`)},
+			{Raw: []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"reader"}}`)},
+		},
+	}
+	t.Run("yaml stream", func(t *testing.T) {
+		var out bytes.Buffer
+		require.NoError(t, printPreviewStream(&out, p))
+		assert.Equal(t, `# Release shop/web: 2 objects
+# renderRef: 0123456789abcdef
+# renderSource: Stored
+---
+apiVersion: v1
+data:
+  color: blue
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: shop
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: reader
+`, out.String())
+	})
+	t.Run("table", func(t *testing.T) {
+		var out bytes.Buffer
+		require.NoError(t, printPreviewTable(&out, p))
+		assert.Equal(t, `KIND                                    NAMESPACE   NAME
+ConfigMap                               shop        settings
+ClusterRole.rbac.authorization.k8s.io   -           reader
+Release shop/web: render 0123456789abcdef (Stored), 2 objects
+`, out.String())
+	})
+	t.Run("empty render", func(t *testing.T) {
+		var out bytes.Buffer
+		require.NoError(t, printPreviewStream(&out, &subresourcesv1alpha1.ReleasePreview{ObjectMeta: p.ObjectMeta, RenderRef: "0123456789abcdef", RenderSource: "Fresh"}))
+		assert.Equal(t, "# Release shop/web: 0 objects\n# renderRef: 0123456789abcdef\n# renderSource: Fresh\n", out.String())
+	})
+}
+
+func TestPrintSync(t *testing.T) {
+	at := metav1.NewMicroTime(time.Date(2026, 11, 30, 3, 0, 24, 123456000, time.UTC))
+	tests := []struct {
+		name string
+		sync subresourcesv1alpha1.ReleaseSync
+		want string
+	}{
+		{"answer", subresourcesv1alpha1.ReleaseSync{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, RequestedAt: &at},
+			"sync requested for release shop/web at 2026-11-30T03:00:24.123456Z\n"},
+		{"answer without metadata or time", subresourcesv1alpha1.ReleaseSync{},
+			"sync requested for release default/web at an unknown time\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, printSync(&out, &tt.sync, "default", "web"))
+			assert.Equal(t, tt.want, out.String())
+		})
+	}
+}
+
+func TestPrintRaw(t *testing.T) {
+	in := []byte(`{"kind":"ReleaseSync","apiVersion":"subresources.convoy.kumodo.io/v1alpha1","metadata":{"name":"web"},"requestedBy":"alice"}`)
+	tests := []struct{ output, want string }{
+		{outputJSON, `{
+    "kind": "ReleaseSync",
+    "apiVersion": "subresources.convoy.kumodo.io/v1alpha1",
+    "metadata": {
+        "name": "web"
+    },
+    "requestedBy": "alice"
+}
+`},
+		{outputYAML, `apiVersion: subresources.convoy.kumodo.io/v1alpha1
+kind: ReleaseSync
+metadata:
+  name: web
+requestedBy: alice
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.output, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, printRaw(&out, tt.output, in))
+			assert.Equal(t, tt.want, out.String())
+		})
+	}
+	assert.ErrorContains(t, checkOutput("wide"), `unknown output format "wide": use one of table, json, yaml`)
+}

@@ -1,0 +1,65 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+)
+
+func newSyncCommand(o *Options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "sync NAME",
+		Short: "Ask convoy's controller to sync a Release now",
+		Long: `Ask convoy's controller to sync a Release now: convoy-apiserver records the time in
+the annotation convoy.kumodo.io/sync-requested-at of the Release and an Event.
+
+Needs create on releases/sync in subresources.convoy.kumodo.io.`,
+		Example:           `  kubectl convoy release sync web -n shop`,
+		ValidArgsFunction: o.completeReleaseNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name, err := releaseName(cmd, args)
+			if err != nil {
+				return err
+			}
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			var sync subresourcesv1alpha1.ReleaseSync
+			raw, err := c.do(cmd.Context(), request{verb: "create", subresource: "sync", namespace: c.namespace, name: name}, []byte("{}"), &sync)
+			if err != nil {
+				return err
+			}
+			if output != outputTable {
+				return printRaw(o.Streams.Out, output, raw)
+			}
+			return printSync(o.Streams.Out, &sync, c.namespace, name)
+		},
+	}
+	addOutputFlag(cmd, &output, outputTable, "ReleaseSync", "one line")
+	return cmd
+}
+
+// printSync writes the line of a sync request.
+func printSync(w io.Writer, s *subresourcesv1alpha1.ReleaseSync, namespace, name string) error {
+	if s.Namespace != "" {
+		namespace = s.Namespace
+	}
+	if s.Name != "" {
+		name = s.Name
+	}
+	at := "an unknown time"
+	if s.RequestedAt != nil {
+		at = s.RequestedAt.UTC().Format(metav1.RFC3339Micro)
+	}
+	_, err := fmt.Fprintf(w, "sync requested for release %s/%s at %s\n", namespace, name, at)
+	return err
+}
