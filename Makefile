@@ -13,6 +13,7 @@ all: build
 build:
 	$(GO) build -o $(BIN_DIR)/convoy-apiserver ./cmd/convoy-apiserver
 	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
+	$(GO) build -o $(BIN_DIR)/kubectl-convoy ./cmd/kubectl-convoy
 
 ## testbin: build (once) kube-apiserver, kubectl and etcd into ~/.cache/convoy/testbin
 testbin:
