@@ -11,10 +11,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -42,12 +39,11 @@ const (
 // the live objects and writes the InSync condition. In automatic mode it
 // requests a sync on drift.
 type DriftLoop struct {
+	passQueue
 	releases  convoylisters.ReleaseLister
-	synced    []cache.InformerSynced
 	checker   *drift.Checker
 	status    *StatusWriter
 	requester *convoysync.Requester
-	queue     workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// passTimeout bounds one pass, so a stuck cluster cannot hold a worker.
 	passTimeout time.Duration
 }
@@ -60,16 +56,13 @@ type DriftLoop struct {
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
 	checker *drift.Checker, status *StatusWriter, requester *convoysync.Requester) (*DriftLoop, error) {
 	l := &DriftLoop{
-		releases:  releases.Lister(),
-		synced:    []cache.InformerSynced{releases.Informer().HasSynced, inventories.Informer().HasSynced},
-		checker:   checker,
-		status:    status,
-		requester: requester,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "drift"}),
+		releases:    releases.Lister(),
+		checker:     checker,
+		status:      status,
+		requester:   requester,
 		passTimeout: 2 * time.Minute,
 	}
+	l.passQueue = newPassQueue("drift", l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
 	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -111,58 +104,6 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 	}
 	slices.Sort(refs)
 	return slices.Compact(refs)
-}
-
-func (l *DriftLoop) enqueue(obj any) {
-	name, err := cache.ObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	l.queue.Add(name)
-}
-
-// Run runs workers passes at a time until ctx is done.
-func (l *DriftLoop) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer l.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("drift")
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting drift loop", "workers", workers)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, l.worker, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Stopping drift loop")
-}
-
-func (l *DriftLoop) worker(ctx context.Context) {
-	for l.processNext(ctx) {
-	}
-}
-
-func (l *DriftLoop) processNext(ctx context.Context) bool {
-	key, quit := l.queue.Get()
-	if quit {
-		return false
-	}
-	defer l.queue.Done(key)
-	next, err := l.pass(ctx, key)
-	if err != nil {
-		// Only a failed status write is retried with backoff; an
-		// Undetermined compare waits for the next interval.
-		utilruntime.HandleErrorWithContext(ctx, err, "Drift pass failed", "release", key)
-		l.queue.AddRateLimited(key)
-		return true
-	}
-	l.queue.Forget(key)
-	if next > 0 {
-		l.queue.AddAfter(key, next)
-	}
-	return true
 }
 
 // pass runs one drift pass on the Release key and returns when the next one

@@ -14,9 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -51,18 +49,17 @@ type HealthInformers struct {
 // selected CEL rules, writes the states to the inventory's status.entries and
 // the Healthy condition and healthSummary on the Release.
 type HealthLoop struct {
+	passQueue
 	releases    convoylisters.ReleaseLister
 	inventories convoylisters.ReleaseInventoryLister
 	globals     convoylisters.GlobalHealthRuleSetLister
 	locals      convoylisters.HealthRuleSetLister
-	synced      []cache.InformerSynced
 	targets     drift.Targets
 	compiler    *health.Compiler
 	writer      *inventory.Writer
 	status      *StatusWriter
 	requester   *convoysync.Requester
 	clock       clock.PassiveClock
-	queue       workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	passTimeout time.Duration
 
 	mu     sync.Mutex
@@ -79,20 +76,17 @@ func NewHealthLoop(inf HealthInformers, targets drift.Targets, compiler *health.
 		inventories: inf.Inventories.Lister(),
 		globals:     inf.Globals.Lister(),
 		locals:      inf.Locals.Lister(),
-		synced: []cache.InformerSynced{inf.Releases.Informer().HasSynced, inf.Inventories.Informer().HasSynced,
-			inf.Globals.Informer().HasSynced, inf.Locals.Informer().HasSynced},
-		targets:   targets,
-		compiler:  compiler,
-		writer:    writer,
-		status:    status,
-		requester: requester,
-		clock:     clk,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "health"}),
+		targets:     targets,
+		compiler:    compiler,
+		writer:      writer,
+		status:      status,
+		requester:   requester,
+		clock:       clk,
 		passTimeout: 2 * time.Minute,
 		delays:      map[cache.ObjectName]time.Duration{},
 	}
+	l.passQueue = newPassQueue("health", l.pass, inf.Releases.Informer().HasSynced, inf.Inventories.Informer().HasSynced,
+		inf.Globals.Informer().HasSynced, inf.Locals.Informer().HasSynced)
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		funcs    cache.ResourceEventHandlerFuncs
@@ -147,54 +141,6 @@ func (l *HealthLoop) ruleSetHandler() cache.ResourceEventHandlerFuncs {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, n any) { all(n) }, DeleteFunc: all}
-}
-
-func (l *HealthLoop) enqueue(obj any) {
-	name, err := cache.ObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	l.queue.Add(name)
-}
-
-// Run runs workers passes at a time until ctx is done.
-func (l *HealthLoop) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer l.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithName("health")
-	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting health loop", "workers", workers)
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, l.synced...) {
-		return
-	}
-	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for l.processNext(ctx) {
-			}
-		}, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Stopping health loop")
-}
-
-func (l *HealthLoop) processNext(ctx context.Context) bool {
-	key, quit := l.queue.Get()
-	if quit {
-		return false
-	}
-	defer l.queue.Done(key)
-	next, err := l.pass(ctx, key)
-	if err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Health pass failed", "release", key)
-		l.queue.AddRateLimited(key)
-		return true
-	}
-	l.queue.Forget(key)
-	if next > 0 {
-		l.queue.AddAfter(key, next)
-	}
-	return true
 }
 
 // nextDelay returns when to check key again: at interval when settled, else

@@ -1,0 +1,82 @@
+package observer
+
+import (
+	"context"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// passQueue runs passes of Releases from a rate-limited queue: one pass at a
+// time per Release, workers at a time in all. A pass returns when the next
+// one is due; a pass that fails is retried with backoff.
+type passQueue struct {
+	name   string
+	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	synced []cache.InformerSynced
+	pass   func(ctx context.Context, key cache.ObjectName) (time.Duration, error)
+}
+
+func newPassQueue(name string, pass func(context.Context, cache.ObjectName) (time.Duration, error), synced ...cache.InformerSynced) passQueue {
+	return passQueue{
+		name: name,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}),
+		synced: synced,
+		pass:   pass,
+	}
+}
+
+// enqueue adds the Release of obj (a Release or its same-named inventory).
+func (q *passQueue) enqueue(obj any) {
+	name, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	q.queue.Add(name)
+}
+
+// Run runs workers passes at a time until ctx is done.
+func (q *passQueue) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer q.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithName(q.name)
+	ctx = klog.NewContext(ctx, logger)
+	logger.Info("Starting loop", "workers", workers)
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, q.synced...) {
+		return
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) {
+			for q.processNext(ctx) {
+			}
+		}, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopping loop")
+}
+
+func (q *passQueue) processNext(ctx context.Context) bool {
+	key, quit := q.queue.Get()
+	if quit {
+		return false
+	}
+	defer q.queue.Done(key)
+	next, err := q.pass(ctx, key)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(ctx, err, "Pass failed", "loop", q.name, "release", key)
+		q.queue.AddRateLimited(key)
+		return true
+	}
+	q.queue.Forget(key)
+	if next > 0 {
+		q.queue.AddAfter(key, next)
+	}
+	return true
+}
