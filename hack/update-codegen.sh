@@ -40,3 +40,12 @@ go run "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSIO
   crd:crdVersions=v1 \
   paths="./apis/convoy/..." \
   output:crd:artifacts:config=artifacts/crds
+
+# kustomize refuses files outside a kustomization's directory, so
+# artifacts/deploy keeps copies of the CRDs, the server's RBAC and the default
+# rule sets; they are generated here like the rest.
+for dir in crds rbac rules; do
+  rm -rf "artifacts/deploy/base/copies/$dir"
+  mkdir -p "artifacts/deploy/base/copies/$dir"
+  cp artifacts/$dir/*.yaml "artifacts/deploy/base/copies/$dir/"
+done
