@@ -1,0 +1,53 @@
+package app
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name    string
+		change  func(*Options)
+		wantErr string
+	}{
+		{name: "defaults", change: func(*Options) {}},
+		{name: "no workers", change: func(o *Options) { o.DriftWorkers = 0 }, wantErr: "--drift-workers"},
+		{name: "no cost limit", change: func(o *Options) { o.CELCostLimit = 0 }, wantErr: "--cel-cost-limit"},
+		{name: "negative resync", change: func(o *Options) { o.Resync = -time.Second }, wantErr: "--resync"},
+		{name: "no target timeout", change: func(o *Options) { o.Target.Timeout = 0 }, wantErr: "--target-timeout"},
+		{name: "renew deadline past the lease", change: func(o *Options) { o.LeaderElection.RenewDeadline.Duration = time.Minute }, wantErr: "leader election"},
+		{name: "leader election off ignores its timing", change: func(o *Options) {
+			o.LeaderElection.LeaderElect = false
+			o.LeaderElection.RenewDeadline.Duration = time.Minute
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewOptions()
+			tc.change(o)
+			err := o.Validate()
+			if tc.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestFlags(t *testing.T) {
+	fs := NewOptions().Flags()
+	for _, name := range []string{"kubeconfig", "resync", "target-qps", "target-burst", "target-timeout", "drift-workers",
+		"health-workers", "compare-workers", "cel-cost-limit", "leader-elect", "leader-elect-lease-duration", "secure-port"} {
+		found := false
+		for _, set := range fs.FlagSets {
+			if set.Lookup(name) != nil {
+				found = true
+			}
+		}
+		assert.True(t, found, "--%s", name)
+	}
+}
