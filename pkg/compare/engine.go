@@ -29,7 +29,7 @@ import (
 
 // DefaultWorkers is the number of objects compared at a time when NewEngine
 // is given no positive number.
-const DefaultWorkers = 8
+const DefaultWorkers = 16
 
 // messagePaths is the number of changed paths a Drifted message names.
 const messagePaths = 3
