@@ -351,7 +351,9 @@ func TestConvoyNeverAvailable(t *testing.T) {
 	}
 	t.Setenv(fakeConvoyEnv, "1")
 	defer func(d time.Duration) { apiServiceTimeout = d }(apiServiceTimeout)
-	apiServiceTimeout = 15 * time.Second
+	// Long enough for the aggregator to report the failure on a loaded machine
+	// (the e2e package runs beside this one): the wait ends at the timeout.
+	apiServiceTimeout = 45 * time.Second
 	dir := t.TempDir()
 	_, err = Start(context.Background(), Options{
 		Dir:             dir,

@@ -205,6 +205,12 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 	} else {
 		a = l.assessConfigured(ctx, release, inv, prev, now)
 	}
+	if a.cannot != "" && ha == nil {
+		// Without spec.healthAssessment the Release is NotConfigured whatever
+		// happens to the hook polling: keep the hooks' last phases.
+		logger.Info("Cannot poll the hook workloads", "cause", a.cannot)
+		a = assessment{entries: inv.Status.Entries}
+	}
 	if a.cannot != "" {
 		cond := metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionUnknown,
 			Reason: health.ReasonCannotAssess, Message: a.cannot}
