@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/cobra"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -74,6 +75,25 @@ func (o *Options) client() (*client, error) {
 		return nil, err
 	}
 	return &client{rest: restClient, dynamic: dyn, namespace: namespace}, nil
+}
+
+// callRelease checks the release argument and -o, then calls the subresource
+// of req for that release in the namespace of the flags (see do). It returns
+// the namespace and name of the release and the answer as the server sent it.
+func (o *Options) callRelease(cmd *cobra.Command, args []string, output string, req request, body []byte, into any) (namespace, name string, raw []byte, err error) {
+	if name, err = releaseName(cmd, args); err != nil {
+		return "", "", nil, err
+	}
+	if err = checkOutput(output); err != nil {
+		return "", "", nil, err
+	}
+	c, err := o.client()
+	if err != nil {
+		return "", "", nil, err
+	}
+	req.namespace, req.name = c.namespace, name
+	raw, err = c.do(cmd.Context(), req, body, into)
+	return c.namespace, name, raw, err
 }
 
 // do calls the subresource of req with body (POST) or without (GET), decodes

@@ -63,13 +63,6 @@ Needs get on releases/diff in subresources.convoy.kumodo.io.`,
 
 // runDiff runs release diff and returns its exit code.
 func (o *Options) runDiff(cmd *cobra.Command, args []string, output, render, color string) (int, error) {
-	name, err := releaseName(cmd, args)
-	if err != nil {
-		return exitError, err
-	}
-	if err := checkOutput(output); err != nil {
-		return exitError, err
-	}
 	var colored bool
 	switch color {
 	case colorAuto:
@@ -80,12 +73,8 @@ func (o *Options) runDiff(cmd *cobra.Command, args []string, output, render, col
 	default:
 		return exitError, fmt.Errorf("--color must be auto, always or never, not %q", color)
 	}
-	c, err := o.client()
-	if err != nil {
-		return exitError, err
-	}
 	var diff subresourcesv1alpha1.ReleaseDiff
-	raw, err := c.do(cmd.Context(), request{verb: "get", subresource: "diff", namespace: c.namespace, name: name, render: render}, nil, &diff)
+	_, _, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "diff", render: render}, nil, &diff)
 	if err != nil {
 		return exitError, err
 	}

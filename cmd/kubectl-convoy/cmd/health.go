@@ -28,19 +28,8 @@ Needs get on releases/health in subresources.convoy.kumodo.io.`,
   kubectl convoy release health web -n shop -o yaml`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := releaseName(cmd, args)
-			if err != nil {
-				return err
-			}
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			var health subresourcesv1alpha1.ReleaseHealth
-			raw, err := c.do(cmd.Context(), request{verb: "get", subresource: "health", namespace: c.namespace, name: name}, nil, &health)
+			namespace, name, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "health"}, nil, &health)
 			if err != nil {
 				return err
 			}
@@ -48,7 +37,7 @@ Needs get on releases/health in subresources.convoy.kumodo.io.`,
 				return printRaw(o.Streams.Out, output, raw)
 			}
 			if len(health.Entries) == 0 {
-				fmt.Fprintf(o.Streams.ErrOut, "No inventory entries: release %s/%s has not been applied yet.\n", c.namespace, name)
+				fmt.Fprintf(o.Streams.ErrOut, "No inventory entries: release %s/%s has not been applied yet.\n", namespace, name)
 			}
 			return printHealth(o.Streams.Out, &health, o.Now())
 		},

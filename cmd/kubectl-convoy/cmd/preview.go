@@ -31,19 +31,8 @@ Needs get on releases/preview in subresources.convoy.kumodo.io.`,
   kubectl convoy release preview web -n shop -o table`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := releaseName(cmd, args)
-			if err != nil {
-				return err
-			}
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			var preview subresourcesv1alpha1.ReleasePreview
-			raw, err := c.do(cmd.Context(), request{verb: "get", subresource: "preview", namespace: c.namespace, name: name, render: render}, nil, &preview)
+			_, _, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "preview", render: render}, nil, &preview)
 			if err != nil {
 				return err
 			}

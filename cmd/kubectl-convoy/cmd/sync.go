@@ -22,26 +22,15 @@ Needs create on releases/sync in subresources.convoy.kumodo.io.`,
 		Example:           `  kubectl convoy release sync web -n shop`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := releaseName(cmd, args)
-			if err != nil {
-				return err
-			}
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
 			var sync subresourcesv1alpha1.ReleaseSync
-			raw, err := c.do(cmd.Context(), request{verb: "create", subresource: "sync", namespace: c.namespace, name: name}, []byte("{}"), &sync)
+			namespace, name, raw, err := o.callRelease(cmd, args, output, request{verb: "create", subresource: "sync"}, []byte("{}"), &sync)
 			if err != nil {
 				return err
 			}
 			if output != outputTable {
 				return printRaw(o.Streams.Out, output, raw)
 			}
-			return printSync(o.Streams.Out, &sync, c.namespace, name)
+			return printSync(o.Streams.Out, &sync, namespace, name)
 		},
 	}
 	addOutputFlag(cmd, &output, outputTable, "ReleaseSync", "one line")
