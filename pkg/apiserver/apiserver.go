@@ -6,7 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
-	"k8s.io/client-go/informers"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	generatedopenapi "github.com/kumodo/convoy-apiserver/pkg/generated/openapi"
@@ -19,8 +18,6 @@ const Name = "convoy-apiserver"
 // ExtraConfig holds the engines the REST storage serves.
 type ExtraConfig struct {
 	Engines release.Engines
-	// KubeInformers are the informers of the cluster convoy-apiserver runs in.
-	KubeInformers informers.SharedInformerFactory
 }
 
 // Config is the configuration of convoy-apiserver.
@@ -53,7 +50,7 @@ func (c *Config) New() (*Server, error) {
 	if e := c.Extra.Engines; e.Releases == nil || e.Inventories == nil || e.Resolver == nil || e.Checker == nil || e.Redactor == nil || e.Requester == nil {
 		return nil, fmt.Errorf("every engine of the REST storage is required")
 	}
-	generic, err := c.Generic.Complete(c.Extra.KubeInformers).New(Name, genericapiserver.NewEmptyDelegate())
+	generic, err := c.Generic.Complete(nil).New(Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}

@@ -36,31 +36,41 @@ type Targets interface {
 
 // Checker checks Releases for drift.
 type Checker struct {
-	resolver *desired.Resolver
-	targets  Targets
-	engine   *compare.Engine
+	inputs  render.Inputs
+	store   desired.Store
+	targets Targets
+	engine  *compare.Engine
 }
 
-// NewChecker returns a Checker.
-func NewChecker(resolver *desired.Resolver, targets Targets, engine *compare.Engine) *Checker {
-	return &Checker{resolver: resolver, targets: targets, engine: engine}
+// NewChecker returns a Checker that renders from inputs, reads stored renders
+// from store, and compares on the clusters of targets with engine.
+func NewChecker(inputs render.Inputs, store desired.Store, targets Targets, engine *compare.Engine) *Checker {
+	return &Checker{inputs: inputs, store: store, targets: targets, engine: engine}
 }
 
 // Check compares the desired render of release (or the stored render ref,
 // when ref is set) with the live objects. Every failure is a Report with an
 // Undetermined result that names it, except a stored render asked for with
 // ref that is not stored: that is an error wrapping render.ErrNotStored.
+//
+// The target cluster is had once per check: a fresh render scopes namespaces
+// with its REST mapper, and the compare runs on it.
 func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*Report, error) {
-	want, err := c.resolver.Resolve(ctx, release, ref)
+	target, err := c.targets.ForRelease(ctx, release)
+	if err != nil {
+		var clusterErr *cluster.Error
+		if errors.As(err, &clusterErr) {
+			return &Report{Result: compare.Undetermined(clusterErr.Reason, clusterErr.Message)}, nil
+		}
+		return &Report{Result: compare.Undetermined(cluster.ReasonClusterNotFound, err.Error())}, nil
+	}
+	resolver := desired.NewResolver(desired.TargetRenderer{Inputs: c.inputs, Targets: fixedTarget{target}}, c.store)
+	want, err := resolver.Resolve(ctx, release, ref)
 	if err != nil {
 		if ref != "" && errors.Is(err, render.ErrNotStored) {
 			return nil, err
 		}
 		var renderErr *render.Error
-		var clusterErr *cluster.Error
-		if errors.As(err, &clusterErr) {
-			return &Report{Result: compare.Undetermined(clusterErr.Reason, clusterErr.Message)}, nil
-		}
 		if errors.As(err, &renderErr) {
 			// Discovery of the target cluster for the render's namespaces
 			// is the first request to the cluster.
@@ -73,14 +83,13 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, re
 		}
 		return &Report{Result: compare.Undetermined(ReasonRenderFailed, err.Error())}, nil
 	}
-	target, err := c.targets.ForRelease(ctx, release)
-	if err != nil {
-		var clusterErr *cluster.Error
-		if errors.As(err, &clusterErr) {
-			return &Report{Result: compare.Undetermined(clusterErr.Reason, clusterErr.Message), Desired: want}, nil
-		}
-		return &Report{Result: compare.Undetermined(cluster.ReasonClusterNotFound, err.Error()), Desired: want}, nil
-	}
 	result := c.engine.Compare(ctx, &compare.DynamicClient{Dynamic: target.Dynamic, Mapper: target.Mapper}, want.Objects)
 	return &Report{Result: result, Desired: want}, nil
+}
+
+// fixedTarget gives the one target a check already has.
+type fixedTarget struct{ target *cluster.Target }
+
+func (f fixedTarget) ForRelease(context.Context, *convoyv1alpha1.Release) (*cluster.Target, error) {
+	return f.target, nil
 }

@@ -58,9 +58,6 @@ func New(cfg Config) *Observer {
 	return &Observer{cfg: cfg, identity: host + "_" + string(uuid.NewUUID())}
 }
 
-// Identity is this replica's name in the lease.
-func (o *Observer) Identity() string { return o.identity }
-
 // Run runs the loops until ctx is done. With leader election it campaigns
 // for the lease, runs the loops while it holds it, stops them cleanly when it
 // loses it, and campaigns again; it gives the lease up when ctx is done.

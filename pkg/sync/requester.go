@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,19 +66,4 @@ func (r *Requester) Request(ctx context.Context, namespace, name, requester, why
 	r.recorder.Eventf(release, nil, corev1.EventTypeNormal, ReasonSyncRequested, actionRequestSync, "%s", note)
 	klog.FromContext(ctx).V(2).Info("Recorded sync request", "release", klog.KObj(release), "requester", requester, "at", now.Time)
 	return now, nil
-}
-
-// RequestedAt returns the time of the last sync request recorded on release,
-// and false when there is none or it cannot be parsed. The annotation holds
-// microseconds, so two requests within one second stay apart.
-func RequestedAt(release *convoyv1alpha1.Release) (time.Time, bool) {
-	v, ok := release.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return t, true
 }

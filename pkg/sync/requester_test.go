@@ -33,8 +33,8 @@ func TestRequest(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2026-11-30T10:00:00.123456Z", got.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt])
 	assert.Equal(t, "me", got.Annotations["keep"], "other annotations stay")
-	recorded, ok := RequestedAt(got)
-	require.True(t, ok)
+	recorded, err := time.Parse(time.RFC3339Nano, got.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt])
+	require.NoError(t, err, "the annotation is an RFC 3339 time")
 	assert.Equal(t, now.Truncate(time.Microsecond), recorded)
 
 	require.Len(t, recorder.Events, 1)
@@ -53,29 +53,4 @@ func TestRequestMissingRelease(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "NotFound is kept: %v", err)
 	assert.Contains(t, err.Error(), "shop/nope")
 	assert.Empty(t, recorder.Events, "no event for a request that was not recorded")
-}
-
-func TestRequestedAt(t *testing.T) {
-	cases := []struct {
-		name       string
-		annotation *string
-		want       time.Time
-		ok         bool
-	}{
-		{name: "none"},
-		{name: "microseconds", annotation: new("2026-11-30T10:00:00.000001Z"), want: time.Date(2026, 11, 30, 10, 0, 0, 1000, time.UTC), ok: true},
-		{name: "seconds", annotation: new("2026-11-30T10:00:00Z"), want: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), ok: true},
-		{name: "garbage", annotation: new("yesterday")},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := &convoyv1alpha1.Release{}
-			if tc.annotation != nil {
-				r.Annotations = map[string]string{convoyv1alpha1.AnnotationSyncRequestedAt: *tc.annotation}
-			}
-			got, ok := RequestedAt(r)
-			assert.Equal(t, tc.ok, ok)
-			assert.True(t, tc.want.Equal(got), "got %s want %s", got, tc.want)
-		})
-	}
 }

@@ -16,7 +16,6 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -257,8 +256,9 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 		return nil, fmt.Errorf("creating target cluster clients: %w", err)
 	}
 	redactor := redact.New()
-	resolver := desired.NewResolver(desired.TargetRenderer{Inputs: render.ClientInputs{Client: kubeClient}, Targets: targets}, render.NewStore(kubeClient))
-	checker := drift.NewChecker(resolver, targets, compare.NewEngine(redactor, o.CompareWorkers))
+	inputs, store := render.ClientInputs{Client: kubeClient}, render.NewStore(kubeClient)
+	resolver := desired.NewResolver(desired.TargetRenderer{Inputs: inputs, Targets: targets}, store)
+	checker := drift.NewChecker(inputs, store, targets, compare.NewEngine(redactor, o.CompareWorkers))
 	requester := convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	config.Extra = apiserver.ExtraConfig{
 		Engines: release.Engines{
@@ -269,7 +269,6 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 			Redactor:    redactor,
 			Requester:   requester,
 		},
-		KubeInformers: informers.NewSharedInformerFactory(kubeClient, o.Resync),
 	}
 
 	o.observer = observer.New(observer.Config{
@@ -301,10 +300,6 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	server.GenericAPIServer.AddPostStartHookOrDie("start-informers", func(hook genericapiserver.PostStartHookContext) error {
-		config.Extra.KubeInformers.Start(hook.Done())
-		return nil
-	})
 	server.GenericAPIServer.AddPostStartHookOrDie("start-observer", func(hook genericapiserver.PostStartHookContext) error {
 		loopCtx := klog.NewContext(hook, klog.FromContext(ctx))
 		go func() {
