@@ -11,7 +11,10 @@ CONTROLLER_TOOLS_VERSION=v0.23.0
 THIS_PKG=github.com/kumodo/convoy-apiserver
 boilerplate="$root/hack/boilerplate.go.txt"
 
-codegen_dir=$(go list -m -f '{{.Dir}}' k8s.io/code-generator)
+# go list -m does not download; on an empty module cache the module must be
+# fetched first (go mod download is a no-op when it is there).
+go mod download k8s.io/code-generator
+codegen_dir=$(go list -m -f "{{.Dir}}" k8s.io/code-generator)
 # shellcheck source=/dev/null
 source "$codegen_dir/kube_codegen.sh"
 
