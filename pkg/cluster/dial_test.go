@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestAddressPolicyControl calls Control directly: no test dials a
+// non-loopback address, not even one the policy refuses.
+func TestAddressPolicyControl(t *testing.T) {
+	for _, tc := range []struct {
+		address string
+		// strict is the Why of AddressPolicy{}, "" when allowed.
+		strict string
+		// loose is the Why of AddressPolicy{AllowLoopback: true}.
+		loose string
+	}{
+		{address: "169.254.169.254:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "169.254.0.1:443", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[fe80::1]:443", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[fe80::1%eth0]:443", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "224.0.0.1:443", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[ff02::1]:443", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "127.0.0.1:443", strict: WhyLoopback},
+		{address: "127.1.2.3:6443", strict: WhyLoopback},
+		{address: "[::1]:443", strict: WhyLoopback},
+		{address: "[::ffff:127.0.0.1]:443", strict: WhyLoopback},
+		{address: "[::ffff:169.254.169.254]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[::ffff:a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "0.0.0.0:443", strict: WhyUnspecified},
+		{address: "[::]:443", strict: WhyUnspecified},
+		{address: "[::ffff:0.0.0.0]:443", strict: WhyUnspecified},
+		{address: "10.0.0.1:443"},
+		{address: "192.0.2.10:443"},
+		{address: "[2001:db8::1]:443"},
+		{address: "[::ffff:192.0.2.10]:443"},
+		{address: "not-an-ip:1", strict: WhyInvalid, loose: WhyInvalid},
+		{address: "10.0.0.1", strict: WhyInvalid, loose: WhyInvalid},
+		{address: "", strict: WhyInvalid, loose: WhyInvalid},
+	} {
+		t.Run(tc.address, func(t *testing.T) {
+			for _, p := range []struct {
+				policy AddressPolicy
+				why    string
+			}{
+				{policy: AddressPolicy{}, why: tc.strict},
+				{policy: AddressPolicy{AllowLoopback: true}, why: tc.loose},
+			} {
+				err := p.policy.Control("tcp", tc.address, nil)
+				if p.why == "" {
+					assert.NoError(t, err, "%+v", p.policy)
+					continue
+				}
+				var notAllowed *AddressNotAllowedError
+				if assert.True(t, errors.As(err, &notAllowed), "%+v: %v", p.policy, err) {
+					assert.Equal(t, p.why, notAllowed.Why, "%+v", p.policy)
+					assert.Equal(t, tc.address, notAllowed.Address)
+					assert.Equal(t, ReasonAddressNotAllowed, notAllowed.Reason())
+				}
+			}
+		})
+	}
+}
+
+func TestAddressNotAllowedErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		err  *AddressNotAllowedError
+		want string
+	}{
+		{
+			err:  &AddressNotAllowedError{Address: "169.254.169.254:443", Why: WhyLinkLocal},
+			want: "connecting to 169.254.169.254:443 is not allowed: it is a link-local address",
+		},
+		{
+			err:  &AddressNotAllowedError{Address: "127.0.0.1:443", Why: WhyLoopback},
+			want: "connecting to 127.0.0.1:443 is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-clusters allows it for local development)",
+		},
+		{
+			err:  &AddressNotAllowedError{Address: "0.0.0.0:443", Why: WhyUnspecified},
+			want: "connecting to 0.0.0.0:443 is not allowed: it is an unspecified address, which reaches the local host (convoy-apiserver --allow-loopback-clusters allows it for local development)",
+		},
+		{
+			err:  &AddressNotAllowedError{Address: "not-an-ip:1", Why: WhyInvalid},
+			want: "connecting to not-an-ip:1 is not allowed: it is not an IP address and port",
+		},
+	} {
+		t.Run(tc.err.Why, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.err.Error())
+			assert.Equal(t, "AddressNotAllowed", tc.err.Reason())
+		})
+	}
+}
+
+func TestAddressPolicyDialer(t *testing.T) {
+	d := AddressPolicy{}.Dialer(3 * time.Second)
+	assert.Equal(t, 3*time.Second, d.Timeout)
+	assert.Equal(t, 30*time.Second, d.KeepAlive)
+	require.NotNil(t, d.Control)
+	var notAllowed *AddressNotAllowedError
+	require.ErrorAs(t, d.Control("tcp", "169.254.169.254:80", nil), &notAllowed)
+}
+
+// TestAddressPolicyDialLoopback really dials, but only a listener on
+// 127.0.0.1: the strict policy refuses before a connection reaches it, the
+// loose one connects.
+func TestAddressPolicyDialLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	conn, err := AddressPolicy{}.Dialer(time.Second).DialContext(ctx, "tcp", addr)
+	if conn != nil {
+		conn.Close()
+	}
+	var notAllowed *AddressNotAllowedError
+	require.ErrorAs(t, err, &notAllowed)
+	assert.Equal(t, WhyLoopback, notAllowed.Why)
+	assert.Equal(t, addr, notAllowed.Address)
+
+	require.NoError(t, ln.(*net.TCPListener).SetDeadline(time.Now().Add(300*time.Millisecond)))
+	accepted, err := ln.Accept()
+	if accepted != nil {
+		accepted.Close()
+	}
+	var netErr net.Error
+	require.ErrorAs(t, err, &netErr, "the refused dial reached the listener")
+	assert.True(t, netErr.Timeout(), "accept: %v", err)
+
+	require.NoError(t, ln.(*net.TCPListener).SetDeadline(time.Now().Add(5*time.Second)))
+	conn, err = AddressPolicy{AllowLoopback: true}.Dialer(time.Second).DialContext(ctx, "tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	accepted, err = ln.Accept()
+	require.NoError(t, err)
+	accepted.Close()
+}
