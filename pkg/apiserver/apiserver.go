@@ -47,7 +47,7 @@ type Server struct {
 
 // New builds the server and installs subresources.convoy.kumodo.io/v1alpha1.
 func (c *Config) New() (*Server, error) {
-	if e := c.Extra.Engines; e.Releases == nil || e.Inventories == nil || e.Resolver == nil || e.Checker == nil || e.Redactor == nil || e.Requester == nil {
+	if e := c.Extra.Engines; e.Releases == nil || e.Inventories == nil || e.Targets == nil || e.Checker == nil || e.Redactor == nil || e.Requester == nil {
 		return nil, fmt.Errorf("every engine of the REST storage is required")
 	}
 	generic, err := c.Generic.Complete(nil).New(Name, genericapiserver.NewEmptyDelegate())

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
+	"net/url"
 	"sync"
 	"time"
 
@@ -16,11 +16,11 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/transport"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	convoyv1alpha1client "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
@@ -31,8 +31,11 @@ const (
 	// ReasonClusterNotFound: the Cluster or the Secret it names does not exist.
 	ReasonClusterNotFound = "ClusterNotFound"
 	// ReasonClusterConfigInvalid: the Secret lacks the key, or its value is
-	// not a usable kubeconfig.
+	// not a usable kubeconfig (see RESTConfigFromKubeconfig).
 	ReasonClusterConfigInvalid = "ClusterConfigInvalid"
+	// ReasonForbidden: the Release's identity may not read the Secret of its
+	// Cluster.
+	ReasonForbidden = "Forbidden"
 )
 
 // DefaultKubeconfigKey is the Secret key of the kubeconfig when the Cluster's
@@ -41,6 +44,10 @@ const DefaultKubeconfigKey = "value"
 
 // UserAgent is the user agent of every client a Provider builds.
 const UserAgent = "convoy-apiserver"
+
+// DefaultServiceAccount is the ServiceAccount a Release without
+// spec.serviceAccountName acts as, unless Options say otherwise.
+const DefaultServiceAccount = "default"
 
 // Defaults of Options. A drift pass sends two requests per object, several
 // objects at a time; client-go's 5/10 (or even 50/100) would make a pass of
@@ -52,35 +59,97 @@ const (
 	DefaultTimeout         = 10 * time.Second
 )
 
-// Target is the clients of one target cluster. A Target is shared between
-// callers and must not be modified.
+// Bounds of the client caches: identities and Clusters are created by
+// tenants, so the caches forget the least recently used beyond these.
+const (
+	maxIdentities = 4096
+	maxClusters   = 1024
+)
+
+// Identity is the ServiceAccount a Release acts as on the cluster
+// convoy-apiserver runs in: spec.serviceAccountName in the Release's
+// namespace, or the default ServiceAccount of that namespace.
+type Identity struct {
+	Namespace, Name string
+}
+
+// UserName is the user name the API server gives the ServiceAccount, which
+// requests impersonate: system:serviceaccount:NAMESPACE:NAME.
+func (i Identity) UserName() string {
+	return "system:serviceaccount:" + i.Namespace + ":" + i.Name
+}
+
+// String names the identity in messages: "ServiceAccount NAMESPACE/NAME".
+func (i Identity) String() string { return "ServiceAccount " + i.Namespace + "/" + i.Name }
+
+// Target is the clients of one target cluster, as one identity. A Target is
+// shared between callers and must not be modified.
 type Target struct {
 	// Name is "" for the local cluster, else "<namespace>/<cluster name>".
 	Name string
 	// Config is the rest.Config the clients were built from, with the
-	// Provider's QPS, burst, timeouts and user agent applied.
+	// Provider's QPS, burst, timeouts and user agent applied (and, on the
+	// local cluster, the impersonation of the Release's identity).
 	Config *rest.Config
-	// HTTPClient is the HTTP client behind Dynamic and Mapper. Build further
-	// clients with it (kubernetes.NewForConfigAndClient(Config, HTTPClient))
-	// to share its connections.
+	// HTTPClient is the HTTP client behind Dynamic. Build further clients
+	// with it (kubernetes.NewForConfigAndClient(Config, HTTPClient)) to share
+	// its connections and its identity.
 	HTTPClient *http.Client
 	Dynamic    dynamic.Interface
-	// Mapper lives as long as the Target, so its discovery cache survives
-	// from one pass to the next.
+	// Mapper lives as long as the cluster's clients, so its discovery cache
+	// survives from one pass to the next. On the local cluster every
+	// identity shares one Mapper: discovery is the same for every user.
 	Mapper *Mapper
 }
+
+// Access is what a Release may use: its identity, the cluster
+// convoy-apiserver runs in as that identity, and its target cluster.
+type Access struct {
+	// Identity is the ServiceAccount the Release acts as.
+	Identity Identity
+	// Home is the cluster convoy-apiserver runs in, as Identity: the
+	// Release's inputs (source, valuesFrom, render store) are read with it.
+	Home kubernetes.Interface
+	// Target is the target cluster: the local cluster as Identity when the
+	// Release has no spec.cluster, else its Cluster with the kubeconfig's
+	// own credentials.
+	Target *Target
+}
+
+// Who names whom the requests to the target cluster are made as, for
+// messages: "ServiceAccount NS/NAME", or "the kubeconfig of Cluster NS/NAME".
+func (a *Access) Who() string {
+	if a.Target.Name == "" {
+		return a.Identity.String()
+	}
+	return "the kubeconfig of Cluster " + a.Target.Name
+}
+
+// Targets gives the Access of a Release. *Provider implements it; the drift
+// check, the health loop and the REST storage take it.
+type Targets interface {
+	ForRelease(ctx context.Context, release *convoyv1alpha1.Release) (*Access, error)
+}
+
+var _ Targets = &Provider{}
 
 // Options configures the clients a Provider builds. Zero (or negative) fields
 // take their defaults.
 type Options struct {
-	// QPS and Burst of the client-side rate limiter, per target (default 50
-	// and 100; client-go's own 5 and 10 are far too low).
+	// QPS and Burst of the client-side rate limiter, per target and identity.
 	QPS   float32
 	Burst int
 	// Timeout bounds every request (rest.Config.Timeout), and also the TCP
 	// dial and the TLS handshake on their own, so an unreachable cluster fails
 	// within Timeout. Default 10s.
 	Timeout time.Duration
+	// DefaultServiceAccount is the ServiceAccount a Release without
+	// spec.serviceAccountName acts as. Default "default".
+	DefaultServiceAccount string
+	// AllowLoopback lets the kubeconfig of a Cluster point at a loopback
+	// address, for local development. Link-local addresses are always
+	// refused.
+	AllowLoopback bool
 }
 
 func (o Options) withDefaults() Options {
@@ -93,12 +162,16 @@ func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.DefaultServiceAccount == "" {
+		o.DefaultServiceAccount = DefaultServiceAccount
+	}
 	return o
 }
 
-// Error is a failure to build a Target from a Cluster.
+// Error is a failure to build the Access of a Release.
 type Error struct {
-	// Reason is ReasonClusterNotFound or ReasonClusterConfigInvalid.
+	// Reason is ReasonClusterNotFound, ReasonClusterConfigInvalid or
+	// ReasonForbidden.
 	Reason string
 	// Message is a complete sentence that names the Cluster (and the Secret).
 	Message string
@@ -110,21 +183,37 @@ func (e *Error) Error() string { return e.Message }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Provider gives the Target of a Release. It is safe for concurrent use.
+// Provider gives the Access of a Release. It is safe for concurrent use.
 //
-// The local Target is built once. Targets of Clusters are cached per Cluster
-// (namespace/name) and rebuilt when the kubeconfig they come from changes.
-// Every ForRelease of a Release with spec.cluster reads the Cluster and its
-// Secret from the API server: two GETs per call, so a change of either is
-// seen on the next call without a watch.
+// On the local cluster, the clients of an identity impersonate it over the
+// connections of convoy-apiserver's own local client: they are cached per
+// identity and share one transport and one Mapper. Targets of Clusters are
+// cached per Cluster (namespace/name) and rebuilt when the kubeconfig they
+// come from changes. Every ForRelease of a Release with spec.cluster reads the
+// Cluster (as convoy-apiserver: it is convoy's own object) and its Secret (as
+// the Release's identity) from the API server: two GETs per call, so a change
+// of either, and of the identity's right to read the Secret, is seen on the
+// next call without a watch.
 type Provider struct {
 	opts     Options
 	clusters convoyv1alpha1client.ClustersGetter
-	secrets  corev1client.SecretsGetter
-	local    *Target
+	// local is the local cluster as convoy-apiserver itself: its transport
+	// and Mapper are shared by every identity; it never reads a Release's
+	// objects.
+	local *Target
+	// home builds the clients of an identity on the local cluster; tests
+	// replace it.
+	home func(Identity) (*homeClients, error)
 
-	mu    sync.Mutex
-	cache map[string]*cacheEntry // by "<namespace>/<name>"
+	mu         sync.Mutex
+	identities *lru.Cache // Identity → *homeClients
+	remotes    *lru.Cache // "<namespace>/<name>" → *cacheEntry
+}
+
+// homeClients are the clients of one identity on the local cluster.
+type homeClients struct {
+	kube   kubernetes.Interface
+	target *Target
 }
 
 // cacheEntry is the Target built from one kubeconfig.
@@ -134,80 +223,140 @@ type cacheEntry struct {
 }
 
 // NewProvider returns a Provider. local is the rest.Config of the cluster
-// convoy-apiserver runs in, used when a Release has no spec.cluster; clusters
-// reads Cluster objects and secrets reads Secrets in that same cluster.
-func NewProvider(local *rest.Config, clusters convoyv1alpha1client.ClustersGetter, secrets corev1client.SecretsGetter, o Options) (*Provider, error) {
-	if local == nil || clusters == nil || secrets == nil {
-		return nil, errors.New("cluster: NewProvider needs a local config, a Cluster getter and a Secret getter")
+// convoy-apiserver runs in, with convoy-apiserver's own credentials, which
+// the clients of identities impersonate them with; clusters reads Cluster
+// objects in that same cluster.
+func NewProvider(local *rest.Config, clusters convoyv1alpha1client.ClustersGetter, o Options) (*Provider, error) {
+	if local == nil || clusters == nil {
+		return nil, errors.New("cluster: NewProvider needs a local config and a Cluster getter")
 	}
 	p := &Provider{
-		opts:     o.withDefaults(),
-		clusters: clusters,
-		secrets:  secrets,
-		cache:    map[string]*cacheEntry{},
+		opts:       o.withDefaults(),
+		clusters:   clusters,
+		identities: lru.New(maxIdentities),
+		remotes: lru.NewWithEvictionFunc(maxClusters, func(_ lru.Key, v any) {
+			v.(*cacheEntry).target.HTTPClient.CloseIdleConnections()
+		}),
 	}
 	var err error
-	if p.local, err = p.newTarget("", local); err != nil {
+	if p.local, err = p.newTarget("", local, nil); err != nil {
 		return nil, fmt.Errorf("cluster: clients of the local cluster: %w", err)
 	}
+	p.home = p.impersonate
 	return p, nil
 }
 
-// Local returns the Target of the cluster convoy-apiserver runs in.
-func (p *Provider) Local() *Target { return p.local }
-
-// ForRelease returns the Target of release: the local one when spec.cluster
-// is nil (or names no Cluster), else that of the Cluster spec.cluster.name in
-// the Release's namespace (see ForCluster).
-func (p *Provider) ForRelease(ctx context.Context, release *convoyv1alpha1.Release) (*Target, error) {
-	if release.Spec.Cluster == nil || release.Spec.Cluster.Name == "" {
-		return p.local, nil
+// IdentityOf returns the identity release acts as.
+func (p *Provider) IdentityOf(release *convoyv1alpha1.Release) Identity {
+	name := release.Spec.ServiceAccountName
+	if name == "" {
+		name = p.opts.DefaultServiceAccount
 	}
-	return p.ForCluster(ctx, release.Namespace, release.Spec.Cluster.Name)
+	return Identity{Namespace: release.Namespace, Name: name}
 }
 
-// ForCluster returns the Target of the Cluster namespace/name, built from the
+// ForRelease returns the Access of release: its identity, the local cluster
+// as that identity, and its target cluster: the local one when spec.cluster
+// is nil (or names no Cluster), else the Cluster spec.cluster.name in the
+// Release's namespace (see forCluster).
+func (p *Provider) ForRelease(ctx context.Context, release *convoyv1alpha1.Release) (*Access, error) {
+	id := p.IdentityOf(release)
+	home, err := p.homeOf(id)
+	if err != nil {
+		return nil, err
+	}
+	access := &Access{Identity: id, Home: home.kube, Target: home.target}
+	if release.Spec.Cluster != nil && release.Spec.Cluster.Name != "" {
+		if access.Target, err = p.forCluster(ctx, id, home.kube, release.Namespace, release.Spec.Cluster.Name); err != nil {
+			return nil, err
+		}
+	}
+	return access, nil
+}
+
+// homeOf returns the cached clients of id, building them the first time.
+func (p *Provider) homeOf(id Identity) (*homeClients, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if h, ok := p.identities.Get(id); ok {
+		return h.(*homeClients), nil
+	}
+	h, err := p.home(id)
+	if err != nil {
+		return nil, fmt.Errorf("clients of %s: %w", id, err)
+	}
+	p.identities.Add(id, h)
+	return h, nil
+}
+
+// impersonate builds the clients of id on the local cluster: every request
+// goes through the local transport (so identities share its connections)
+// with the Impersonate-User header of id. The API server checks that
+// convoy-apiserver may impersonate the ServiceAccount, then authorizes the
+// request as it, with the groups of a ServiceAccount. No I/O.
+func (p *Provider) impersonate(id Identity) (*homeClients, error) {
+	cfg := rest.CopyConfig(p.local.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: id.UserName()}
+	hc := &http.Client{
+		Transport: transport.NewImpersonatingRoundTripper(transport.ImpersonationConfig{UserName: id.UserName()}, p.local.HTTPClient.Transport),
+		Timeout:   p.local.HTTPClient.Timeout,
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	kube, err := kubernetes.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("clientset: %w", err)
+	}
+	return &homeClients{
+		kube:   kube,
+		target: &Target{Name: "", Config: cfg, HTTPClient: hc, Dynamic: dyn, Mapper: p.local.Mapper},
+	}, nil
+}
+
+// forCluster returns the Target of the Cluster namespace/name, built from the
 // kubeconfig in the key spec.kubeConfig.secretRef.key (default "value") of
-// the Secret spec.kubeConfig.secretRef.name in the same namespace.
+// the Secret spec.kubeConfig.secretRef.name in the same namespace, which is
+// read as id through home.
 //
 // A missing Cluster or Secret is an *Error with ReasonClusterNotFound; a
-// missing key or a kubeconfig that cannot be used is an *Error with
-// ReasonClusterConfigInvalid. Any other error (reading the Cluster or the
-// Secret failed) is returned wrapped.
-//
-// The kubeconfig must be self-contained: references to local files
-// (certificate-authority, client-certificate, client-key, tokenFile), exec
-// credential plugins and auth providers are rejected, since they would run
-// commands or read files of convoy-apiserver on behalf of whoever can write
-// the Secret.
-func (p *Provider) ForCluster(ctx context.Context, namespace, name string) (*Target, error) {
-	id := namespace + "/" + name
+// Secret id may not read, ReasonForbidden; a missing key or a kubeconfig that
+// cannot be used (RESTConfigFromKubeconfig: inline data only, no file, no
+// program, no proxy), ReasonClusterConfigInvalid. Any other error (reading
+// the Cluster or the Secret failed) is returned wrapped. The Target's dialer
+// refuses loopback (unless Options.AllowLoopback) and link-local addresses.
+func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.Interface, namespace, name string) (*Target, error) {
+	key := namespace + "/" + name
 	cl, err := p.clusters.Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, p.fail(id, &Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Cluster %s not found", id), Err: err})
+		return nil, p.fail(key, &Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Cluster %s not found", key), Err: err})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get Cluster %s: %w", id, err)
+		return nil, fmt.Errorf("get Cluster %s: %w", key, err)
 	}
 	ref := cl.Spec.KubeConfig.SecretRef
 	if ref.Name == "" {
-		return nil, p.fail(id, &Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Cluster %s names no Secret in spec.kubeConfig.secretRef.name", id)})
+		return nil, p.fail(key, &Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Cluster %s names no Secret in spec.kubeConfig.secretRef.name", key)})
 	}
-	key := ref.Key
-	if key == "" {
-		key = DefaultKubeconfigKey
+	dataKey := ref.Key
+	if dataKey == "" {
+		dataKey = DefaultKubeconfigKey
 	}
 	secretID := namespace + "/" + ref.Name
-	secret, err := p.secrets.Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, p.fail(id, &Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Secret %s of Cluster %s not found", secretID, id), Err: err})
+	secret, err := home.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, p.fail(key, &Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Secret %s of Cluster %s not found", secretID, key), Err: err})
+	case apierrors.IsForbidden(err):
+		return nil, &Error{Reason: ReasonForbidden, Err: err,
+			Message: fmt.Sprintf("%s may not get Secret %s, the kubeconfig of Cluster %s: %v", id, secretID, key, err)}
+	case err != nil:
+		return nil, fmt.Errorf("get Secret %s of Cluster %s as %s: %w", secretID, key, id, err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("get Secret %s of Cluster %s: %w", secretID, id, err)
-	}
-	kubeconfig, ok := secret.Data[key]
+	kubeconfig, ok := secret.Data[dataKey]
 	if !ok || len(kubeconfig) == 0 {
-		return nil, p.fail(id, &Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Secret %s of Cluster %s has no key %q", secretID, id, key)})
+		return nil, p.fail(key, &Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Secret %s of Cluster %s has no key %q", secretID, key, dataKey)})
 	}
 
 	p.mu.Lock()
@@ -216,41 +365,43 @@ func (p *Provider) ForCluster(ctx context.Context, namespace, name string) (*Tar
 	// bytes catches every change that matters (a new Secret, another key,
 	// an edited value) and none that does not (labels, a re-created Secret
 	// with the same value), which resourceVersions would not.
-	if e := p.cache[id]; e != nil && bytes.Equal(e.kubeconfig, kubeconfig) {
-		return e.target, nil
+	if v, ok := p.remotes.Get(key); ok && bytes.Equal(v.(*cacheEntry).kubeconfig, kubeconfig) {
+		return v.(*cacheEntry).target, nil
 	}
 	invalid := func(err error) error {
-		delete(p.cache, id)
+		p.remotes.Remove(key)
 		return &Error{
 			Reason:  ReasonClusterConfigInvalid,
-			Message: fmt.Sprintf("key %q of Secret %s of Cluster %s is not a usable kubeconfig: %v", key, secretID, id, err),
+			Message: fmt.Sprintf("key %q of Secret %s of Cluster %s is not a usable kubeconfig: %v", dataKey, secretID, key, err),
 			Err:     err,
 		}
 	}
-	cfg, err := restConfigFromKubeconfig(kubeconfig)
+	cfg, err := RESTConfigFromKubeconfig(kubeconfig)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	t, err := p.newTarget(id, cfg)
+	policy := AddressPolicy{AllowLoopback: p.opts.AllowLoopback}
+	t, err := p.newTarget(key, cfg, &policy)
 	if err != nil {
 		return nil, invalid(err)
 	}
-	p.cache[id] = &cacheEntry{kubeconfig: bytes.Clone(kubeconfig), target: t}
+	p.remotes.Add(key, &cacheEntry{kubeconfig: bytes.Clone(kubeconfig), target: t})
 	return t, nil
 }
 
-// fail drops the cached Target of id, which is gone or broken, and returns err.
-func (p *Provider) fail(id string, err *Error) error {
+// fail drops the cached Target of key, which is gone or broken, and returns err.
+func (p *Provider) fail(key string, err *Error) error {
 	p.mu.Lock()
-	delete(p.cache, id)
+	p.remotes.Remove(key)
 	p.mu.Unlock()
 	return err
 }
 
-// newTarget builds the clients on a copy of cfg. It does no I/O: discovery
-// happens on the first use of the Mapper.
-func (p *Provider) newTarget(name string, cfg *rest.Config) (*Target, error) {
-	cfg, err := p.configure(cfg)
+// newTarget builds the clients on a copy of cfg, dialing through policy when
+// it is not nil. It does no I/O: discovery happens on the first use of the
+// Mapper.
+func (p *Provider) newTarget(name string, cfg *rest.Config, policy *AddressPolicy) (*Target, error) {
+	cfg, err := p.configure(cfg, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +444,16 @@ const idleConnsPerHost = 25
 // returned config shares the transport and its connections.
 //
 // A config with an exec credential plugin or an auth provider (possible only
-// for the local cluster: see ForCluster) keeps client-go's transport, because
+// for the local cluster: see RESTConfigFromKubeconfig) keeps client-go's transport, because
 // the plugin adds a TLS certificate callback that client-go does not allow
 // with a custom Transport; so does a config that brings its own Transport.
 // Then only rest.Config.Dial carries the dial timeout, and the handshake is
 // bounded by rest.Config.Timeout, which covers the whole request anyway.
-func (p *Provider) configure(in *rest.Config) (*rest.Config, error) {
+//
+// With a policy (a Cluster's kubeconfig), the dialer refuses the addresses
+// the policy refuses, and no proxy of the environment is used: the address
+// checked is then always the one connected to.
+func (p *Provider) configure(in *rest.Config, policy *AddressPolicy) (*rest.Config, error) {
 	cfg := rest.CopyConfig(in)
 	timeout := p.opts.Timeout
 	cfg.QPS = p.opts.QPS
@@ -306,7 +461,10 @@ func (p *Provider) configure(in *rest.Config) (*rest.Config, error) {
 	cfg.RateLimiter = nil // else QPS and Burst are ignored
 	cfg.Timeout = timeout
 	cfg.UserAgent = UserAgent
-	if cfg.Dial == nil {
+	switch {
+	case policy != nil:
+		cfg.Dial = policy.Dialer(timeout).DialContext
+	case cfg.Dial == nil:
 		cfg.Dial = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	}
 	if cfg.Transport != nil || cfg.ExecProvider != nil || cfg.AuthProvider != nil {
@@ -317,7 +475,10 @@ func (p *Provider) configure(in *rest.Config) (*rest.Config, error) {
 		return nil, fmt.Errorf("TLS configuration: %w", err)
 	}
 	proxy := cfg.Proxy
-	if proxy == nil {
+	switch {
+	case policy != nil:
+		proxy = noProxy
+	case proxy == nil:
 		proxy = http.ProxyFromEnvironment
 	}
 	cfg.Transport = utilnet.SetTransportDefaults(&http.Transport{
@@ -332,53 +493,5 @@ func (p *Provider) configure(in *rest.Config) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// restConfigFromKubeconfig parses a kubeconfig that must be self-contained
-// and returns the rest.Config of its current context.
-func restConfigFromKubeconfig(data []byte) (*rest.Config, error) {
-	raw, err := clientcmd.Load(data)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSelfContained(raw); err != nil {
-		return nil, err
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// checkSelfContained rejects the parts of the current context that would
-// read local files or run commands.
-func checkSelfContained(raw *clientcmdapi.Config) error {
-	kctx := raw.Contexts[raw.CurrentContext]
-	if kctx == nil {
-		return nil // ClientConfig reports it
-	}
-	var refs []string
-	if c := raw.Clusters[kctx.Cluster]; c != nil && c.CertificateAuthority != "" {
-		refs = append(refs, "certificate-authority (a file; use certificate-authority-data)")
-	}
-	if a := raw.AuthInfos[kctx.AuthInfo]; a != nil {
-		if a.ClientCertificate != "" {
-			refs = append(refs, "client-certificate (a file; use client-certificate-data)")
-		}
-		if a.ClientKey != "" {
-			refs = append(refs, "client-key (a file; use client-key-data)")
-		}
-		if a.TokenFile != "" {
-			refs = append(refs, "tokenFile (a file; use token)")
-		}
-		if a.Exec != nil {
-			refs = append(refs, "exec (credential plugins are not run)")
-		}
-		if a.AuthProvider != nil {
-			refs = append(refs, "auth-provider (not supported)")
-		}
-	}
-	if len(refs) > 0 {
-		return fmt.Errorf("context %q is not self-contained: %s", raw.CurrentContext, strings.Join(refs, "; "))
-	}
-	return nil
-}
+// noProxy connects directly.
+func noProxy(*http.Request) (*url.URL, error) { return nil, nil }

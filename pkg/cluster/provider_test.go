@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
@@ -40,6 +42,8 @@ type fixture struct {
 	provider *Provider
 	convoy   *convoyfake.Clientset
 	kube     *kubefake.Clientset
+	// identities are those whose clients were built, in order.
+	identities []Identity
 }
 
 func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
@@ -54,9 +58,27 @@ func newFixture(t *testing.T, o Options, objs ...runtime.Object) *fixture {
 	}
 	f := &fixture{convoy: convoyfake.NewClientset(convoyObjs...), kube: kubefake.NewClientset(kubeObjs...)}
 	var err error
-	f.provider, err = NewProvider(&rest.Config{Host: "https://local.example:6443", QPS: 5, Burst: 10}, f.convoy.ConvoyV1alpha1(), f.kube.CoreV1(), o)
+	f.provider, err = NewProvider(&rest.Config{Host: "https://local.example:6443", QPS: 5, Burst: 10}, f.convoy.ConvoyV1alpha1(), o)
 	require.NoError(t, err)
+	// The identities read Secrets from the fake clientset; the rest of
+	// their clients are the real, impersonating ones.
+	f.provider.home = func(id Identity) (*homeClients, error) {
+		h, err := f.provider.impersonate(id)
+		if err == nil {
+			f.identities = append(f.identities, id)
+			h.kube = f.kube
+		}
+		return h, err
+	}
 	return f
+}
+
+// target returns the target cluster of release, failing the test on error.
+func (f *fixture) target(t *testing.T, r *convoyv1alpha1.Release) *Target {
+	t.Helper()
+	access, err := f.provider.ForRelease(context.Background(), r)
+	require.NoError(t, err)
+	return access.Target
 }
 
 // kubeconfig is a self-contained kubeconfig for server.
@@ -106,25 +128,105 @@ func clusterError(t *testing.T, err error, reason string) *Error {
 	return ce
 }
 
-func TestLocalTarget(t *testing.T) {
+func TestLocalAccess(t *testing.T) {
 	f := newFixture(t, Options{})
-	target, err := f.provider.ForRelease(context.Background(), release(""))
+	ctx := context.Background()
+	access, err := f.provider.ForRelease(ctx, release(""))
 	require.NoError(t, err)
-	assert.Same(t, f.provider.Local(), target)
+	assert.Equal(t, Identity{Namespace: ns, Name: "default"}, access.Identity, "no serviceAccountName: the default ServiceAccount")
+	assert.Equal(t, "ServiceAccount team-a/default", access.Who())
+	target := access.Target
 	assert.Equal(t, "", target.Name)
 	assert.Equal(t, "https://local.example:6443", target.Config.Host)
+	assert.Equal(t, "system:serviceaccount:team-a:default", target.Config.Impersonate.UserName)
 	assert.NotNil(t, target.Dynamic)
-	assert.NotNil(t, target.Mapper)
 	assert.NotNil(t, target.HTTPClient)
+	assert.NotNil(t, access.Home)
+	assert.Same(t, f.provider.local.Mapper, target.Mapper, "identities share the local discovery")
 	assert.Empty(t, f.convoy.Actions(), "no Cluster read for the local cluster")
 	assert.Empty(t, f.kube.Actions(), "no Secret read for the local cluster")
 
-	again, err := f.provider.ForRelease(context.Background(), &convoyv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "other"},
-		Spec:       convoyv1alpha1.ReleaseSpec{Cluster: &convoyv1alpha1.ClusterReference{}},
-	})
+	same := release("")
+	same.Name = "other"
+	again, err := f.provider.ForRelease(ctx, same)
 	require.NoError(t, err)
-	assert.Same(t, target, again, "an empty cluster name is the local cluster")
+	assert.Same(t, target, again.Target, "one identity, one set of clients")
+
+	named := release("")
+	named.Spec.ServiceAccountName = "deployer"
+	deployer, err := f.provider.ForRelease(ctx, named)
+	require.NoError(t, err)
+	assert.Equal(t, Identity{Namespace: ns, Name: "deployer"}, deployer.Identity)
+	assert.NotSame(t, target, deployer.Target)
+	assert.Same(t, target.Mapper, deployer.Target.Mapper)
+	assert.Equal(t, "system:serviceaccount:team-a:deployer", deployer.Target.Config.Impersonate.UserName)
+	assert.Equal(t, []Identity{{ns, "default"}, {ns, "deployer"}}, f.identities, "clients built once per identity")
+
+	emptyName := release("")
+	emptyName.Spec.Cluster = &convoyv1alpha1.ClusterReference{}
+	local, err := f.provider.ForRelease(ctx, emptyName)
+	require.NoError(t, err)
+	assert.Same(t, target, local.Target, "an empty cluster name is the local cluster")
+}
+
+func TestDefaultServiceAccountOption(t *testing.T) {
+	f := newFixture(t, Options{DefaultServiceAccount: "convoy"})
+	access, err := f.provider.ForRelease(context.Background(), release(""))
+	require.NoError(t, err)
+	assert.Equal(t, Identity{Namespace: ns, Name: "convoy"}, access.Identity)
+}
+
+// Every identity impersonates its ServiceAccount over convoy-apiserver's own
+// connection to the local cluster: the API server sees the server's token
+// and the Impersonate-User header, on one shared connection.
+func TestIdentitiesImpersonateOverOneConnection(t *testing.T) {
+	type seen struct{ auth, user, remote string }
+	var mu sync.Mutex
+	var requests []seen
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests = append(requests, seen{r.Header.Get("Authorization"), r.Header.Get("Impersonate-User"), r.RemoteAddr})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"team-a"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	p, err := NewProvider(&rest.Config{Host: srv.URL, BearerToken: "server-token", TLSClientConfig: rest.TLSClientConfig{Insecure: true}},
+		convoyfake.NewClientset().ConvoyV1alpha1(), Options{})
+	require.NoError(t, err)
+
+	ctx := context.Background()
+	for _, sa := range []string{"", "deployer", ""} {
+		r := release("")
+		r.Spec.ServiceAccountName = sa
+		access, err := p.ForRelease(ctx, r)
+		require.NoError(t, err)
+		_, err = access.Home.CoreV1().ConfigMaps(ns).Get(ctx, "x", metav1.GetOptions{})
+		require.NoError(t, err)
+		_, err = access.Target.Dynamic.Resource(configMaps).Namespace(ns).Get(ctx, "x", metav1.GetOptions{})
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, requests, 6)
+	users := []string{"default", "default", "deployer", "deployer", "default", "default"}
+	for i, r := range requests {
+		assert.Equal(t, "Bearer server-token", r.auth, "request %d", i)
+		assert.Equal(t, "system:serviceaccount:team-a:"+users[i], r.user, "request %d", i)
+		assert.Equal(t, requests[0].remote, r.remote, "request %d: one connection for every identity", i)
+	}
+}
+
+func TestClusterSecretForbidden(t *testing.T) {
+	f := newFixture(t, Options{}, clusterObj("prod", "prod-kubeconfig", ""))
+	f.kube.PrependReactor("get", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "prod-kubeconfig",
+			errors.New(`User "system:serviceaccount:team-a:default" cannot get resource "secrets"`))
+	})
+	_, err := f.provider.ForRelease(context.Background(), release("prod"))
+	ce := clusterError(t, err, ReasonForbidden)
+	assert.Contains(t, ce.Message, "ServiceAccount team-a/default may not get Secret team-a/prod-kubeconfig, the kubeconfig of Cluster team-a/prod")
+	assert.True(t, apierrors.IsForbidden(err))
 }
 
 func TestClusterNotFound(t *testing.T) {
@@ -207,14 +309,14 @@ func TestClusterTarget(t *testing.T) {
 			f := newFixture(t, Options{},
 				clusterObj("prod", "prod-kubeconfig", key),
 				secretObj("prod-kubeconfig", map[string][]byte{dataKey: kubeconfig(t, "https://prod.example:6443")}))
-			target, err := f.provider.ForRelease(context.Background(), release("prod"))
-			require.NoError(t, err)
+			target := f.target(t, release("prod"))
 			assert.Equal(t, "team-a/prod", target.Name)
 			assert.Equal(t, "https://prod.example:6443", target.Config.Host)
 			assert.Equal(t, "secret-token", target.Config.BearerToken)
 			assert.NotNil(t, target.Dynamic)
 			assert.NotNil(t, target.Mapper)
-			assert.NotSame(t, f.provider.Local(), target)
+			assert.NotSame(t, f.provider.local, target)
+			assert.Empty(t, target.Config.Impersonate.UserName, "the kubeconfig's credentials are the identity on a Cluster")
 		})
 	}
 }
@@ -225,12 +327,10 @@ func TestTargetCachedUntilTheKubeconfigChanges(t *testing.T) {
 		clusterObj("prod", "prod-kubeconfig", ""),
 		secretObj("prod-kubeconfig", map[string][]byte{"value": kubeconfig(t, "https://prod.example:6443")}))
 
-	first, err := f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	first := f.target(t, release("prod"))
 	f.convoy.ClearActions()
 	f.kube.ClearActions()
-	again, err := f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	again := f.target(t, release("prod"))
 	assert.Same(t, first, again, "nothing changed")
 	assert.Len(t, f.convoy.Actions(), 1, "one read of the Cluster per call")
 	assert.Len(t, f.kube.Actions(), 1, "one read of the Secret per call")
@@ -242,21 +342,18 @@ func TestTargetCachedUntilTheKubeconfigChanges(t *testing.T) {
 	s.Labels = map[string]string{"team": "a"}
 	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	again, err = f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	again = f.target(t, release("prod"))
 	assert.Same(t, first, again, "a label on the Secret does not change the clients")
 
 	// A new kubeconfig.
 	s.Data["value"] = kubeconfig(t, "https://prod-2.example:6443")
 	_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
 	require.NoError(t, err)
-	second, err := f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	second := f.target(t, release("prod"))
 	assert.NotSame(t, first, second, "the Secret changed")
 	assert.NotSame(t, first.Mapper, second.Mapper)
 	assert.Equal(t, "https://prod-2.example:6443", second.Config.Host)
-	again, err = f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	again = f.target(t, release("prod"))
 	assert.Same(t, second, again)
 
 	// The Cluster points at another Secret.
@@ -264,8 +361,7 @@ func TestTargetCachedUntilTheKubeconfigChanges(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.convoy.ConvoyV1alpha1().Clusters(ns).Update(ctx, clusterObj("prod", "other", "config"), metav1.UpdateOptions{})
 	require.NoError(t, err)
-	third, err := f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	third := f.target(t, release("prod"))
 	assert.NotSame(t, second, third)
 	assert.Equal(t, "https://prod-3.example:6443", third.Config.Host)
 
@@ -275,8 +371,7 @@ func TestTargetCachedUntilTheKubeconfigChanges(t *testing.T) {
 	clusterError(t, err, ReasonClusterNotFound)
 	_, err = secrets.Create(ctx, secretObj("other", map[string][]byte{"config": kubeconfig(t, "https://prod-3.example:6443")}), metav1.CreateOptions{})
 	require.NoError(t, err)
-	fourth, err := f.provider.ForRelease(ctx, release("prod"))
-	require.NoError(t, err)
+	fourth := f.target(t, release("prod"))
 	assert.NotSame(t, third, fourth)
 }
 
@@ -295,9 +390,10 @@ func TestTargetCacheConcurrent(t *testing.T) {
 			if i%2 == 1 {
 				name = "staging"
 			}
-			target, err := f.provider.ForRelease(context.Background(), release(name))
-			assert.NoError(t, err)
-			got[i] = target
+			access, err := f.provider.ForRelease(context.Background(), release(name))
+			if assert.NoError(t, err) {
+				got[i] = access.Target
+			}
 		})
 	}
 	wg.Wait()
@@ -323,9 +419,9 @@ func TestOptionsApplied(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, tc.opts, objs...)
-			remote, err := f.provider.ForRelease(context.Background(), release("prod"))
-			require.NoError(t, err)
-			for _, target := range []*Target{f.provider.Local(), remote} {
+			remote := f.target(t, release("prod"))
+			local := f.target(t, release(""))
+			for _, target := range []*Target{f.provider.local, local, remote} {
 				cfg := target.Config
 				assert.Equal(t, tc.qps, cfg.QPS, "QPS of %q", target.Name)
 				assert.Equal(t, tc.burst, cfg.Burst, "Burst of %q", target.Name)
@@ -333,6 +429,10 @@ func TestOptionsApplied(t *testing.T) {
 				assert.Equal(t, tc.timeout, target.HTTPClient.Timeout, "HTTP client timeout of %q", target.Name)
 				assert.Equal(t, "convoy-apiserver", cfg.UserAgent)
 				assert.NotNil(t, cfg.Dial, "dial timeout of %q", target.Name)
+				if target == local {
+					assert.Same(t, f.provider.local.Config.Transport, cfg.Transport, "identities share the local transport")
+					continue
+				}
 				tr, ok := cfg.Transport.(*http.Transport)
 				require.True(t, ok, "transport of %q is %T", target.Name, cfg.Transport)
 				assert.Equal(t, tc.timeout, tr.TLSHandshakeTimeout, "TLS handshake timeout of %q", target.Name)
@@ -378,7 +478,7 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 		}
 	})
 
-	f := newFixture(t, Options{Timeout: 500 * time.Millisecond},
+	f := newFixture(t, Options{Timeout: 500 * time.Millisecond, AllowLoopback: true},
 		clusterObj("closed", "closed-kubeconfig", ""),
 		secretObj("closed-kubeconfig", map[string][]byte{"value": kubeconfig(t, "https://"+closed)}),
 		clusterObj("stalled", "stalled-kubeconfig", ""),
@@ -390,18 +490,16 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 	defer cancel()
 
 	t.Run("closed port", func(t *testing.T) {
-		target, err := f.provider.ForRelease(ctx, release("closed"))
-		require.NoError(t, err)
-		_, err = target.Dynamic.Resource(configMaps).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+		target := f.target(t, release("closed"))
+		_, err := target.Dynamic.Resource(configMaps).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
 		require.Error(t, err)
 		assert.True(t, utilnet.IsConnectionRefused(err), "want a connection refused error, got %v", err)
 		require.NoError(t, ctx.Err())
 	})
 
 	t.Run("stalled TLS handshake", func(t *testing.T) {
-		target, err := f.provider.ForRelease(ctx, release("stalled"))
-		require.NoError(t, err)
-		_, err = target.Dynamic.Resource(configMaps).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+		target := f.target(t, release("stalled"))
+		_, err := target.Dynamic.Resource(configMaps).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
 		require.Error(t, err)
 		require.NoError(t, ctx.Err(), "the request only ended with the test's deadline")
 		var netErr net.Error
@@ -425,9 +523,8 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 	})
 
 	t.Run("discovery through the Mapper", func(t *testing.T) {
-		target, err := f.provider.ForRelease(ctx, release("closed"))
-		require.NoError(t, err)
-		_, err = target.Mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
+		target := f.target(t, release("closed"))
+		_, err := target.Mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
 		require.Error(t, err)
 		require.NoError(t, ctx.Err())
 	})
@@ -435,7 +532,9 @@ func TestUnreachableClusterFailsFast(t *testing.T) {
 
 func TestTargetTalksTLS(t *testing.T) {
 	var gotAuth, gotAgent string
+	var requests atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
 		gotAuth, gotAgent = r.Header.Get("Authorization"), r.Header.Get("User-Agent")
 		if r.URL.Path != "/api/v1/namespaces/default/configmaps/x" {
 			http.NotFound(w, r)
@@ -448,13 +547,23 @@ func TestTargetTalksTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 
-	f := newFixture(t, Options{},
+	objs := []runtime.Object{
 		clusterObj("prod", "prod-kubeconfig", ""),
 		secretObj("prod-kubeconfig", map[string][]byte{"value": kubeconfig(t, srv.URL, func(c *clientcmdapi.Config) {
 			c.Clusters["target"] = &clientcmdapi.Cluster{Server: srv.URL, CertificateAuthorityData: caPEM}
-		})}))
-	target, err := f.provider.ForRelease(context.Background(), release("prod"))
-	require.NoError(t, err)
+		})}),
+	}
+
+	// Without AllowLoopback, the dialer refuses the loopback address before
+	// connecting: the server sees nothing.
+	_, err := newFixture(t, Options{}, objs...).target(t, release("prod")).Dynamic.Resource(configMaps).Namespace("default").Get(context.Background(), "x", metav1.GetOptions{})
+	var notAllowed *AddressNotAllowedError
+	require.ErrorAs(t, err, &notAllowed)
+	assert.Equal(t, WhyLoopback, notAllowed.Why)
+	assert.Zero(t, requests.Load(), "no request reached the loopback listener")
+
+	f := newFixture(t, Options{AllowLoopback: true}, objs...)
+	target := f.target(t, release("prod"))
 	cm, err := target.Dynamic.Resource(configMaps).Namespace("default").Get(context.Background(), "x", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "x", cm.GetName())
@@ -474,8 +583,7 @@ func TestTargetTalksTLS(t *testing.T) {
 		c.Clusters["target"] = &clientcmdapi.Cluster{Server: other.URL, CertificateAuthorityData: caPEM}
 	})}), metav1.UpdateOptions{})
 	require.NoError(t, err)
-	target, err = f.provider.ForRelease(context.Background(), release("prod"))
-	require.NoError(t, err)
+	target = f.target(t, release("prod"))
 	_, err = target.Dynamic.Resource(configMaps).Namespace("default").Get(context.Background(), "x", metav1.GetOptions{})
 	var unknownAuthority x509.UnknownAuthorityError
 	assert.True(t, errors.As(err, &unknownAuthority), "want an unknown authority error, got %v", err)

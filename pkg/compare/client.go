@@ -31,9 +31,24 @@ type Client interface {
 type DynamicClient struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
+	// Identity names whom the requests are made as ("ServiceAccount
+	// team-a/deployer"), for the message of a refusal.
+	Identity string
 }
 
-var _ Client = &DynamicClient{}
+var (
+	_ Client     = &DynamicClient{}
+	_ Identified = &DynamicClient{}
+)
+
+// Identified is a Client that names whom its requests are made as. The
+// Engine says so in the message of a refusal (401, 403).
+type Identified interface {
+	Who() string
+}
+
+// Who implements Identified.
+func (c *DynamicClient) Who() string { return c.Identity }
 
 // resource returns the dynamic client of gvk in namespace. The mapper's
 // errors are returned as they are, so meta.IsNoMatchError still sees them.

@@ -56,7 +56,7 @@ func TestDynamicClientGet(t *testing.T) {
 
 	_, err = c.Get(ctx, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, "shop", "w")
 	assert.True(t, meta.IsNoMatchError(err))
-	reason, _ := classify(stepGet, err)
+	reason, _ := classify(stepGet, "", err)
 	assert.Equal(t, ReasonNoKindMatch, reason)
 
 	_, err = c.Get(ctx, deploymentGVK, "", "web")

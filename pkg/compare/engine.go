@@ -105,6 +105,10 @@ func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.
 		}
 	}
 
+	who := "the client"
+	if id, ok := c.(Identified); ok && id.Who() != "" {
+		who = id.Who()
+	}
 	n := len(desired)
 	diffs := make([]subresourcesv1alpha1.ObjectDiff, n)
 	failures := make([]*failure, n)
@@ -135,13 +139,13 @@ func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.
 dispatch:
 	for i, obj := range desired {
 		if err := ctx.Err(); err != nil {
-			fail(i, e.failure(obj, stepGet, err))
+			fail(i, e.failure(obj, who, stepGet, err))
 			break
 		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			fail(i, e.failure(obj, stepGet, ctx.Err()))
+			fail(i, e.failure(obj, who, stepGet, ctx.Err()))
 			break dispatch
 		}
 		mu.Lock()
@@ -159,7 +163,7 @@ dispatch:
 			defer wg.Done()
 			defer func() { <-sem }()
 			defer cancel()
-			d, f := e.compareOne(octx, c, obj)
+			d, f := e.compareOne(octx, c, who, obj)
 			if f != nil {
 				fail(i, f)
 				return
@@ -177,7 +181,7 @@ dispatch:
 }
 
 // compareOne compares one object.
-func (e *Engine) compareOne(ctx context.Context, c Client, obj *unstructured.Unstructured) (subresourcesv1alpha1.ObjectDiff, *failure) {
+func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unstructured.Unstructured) (subresourcesv1alpha1.ObjectDiff, *failure) {
 	gvk := obj.GroupVersionKind()
 	d := subresourcesv1alpha1.ObjectDiff{
 		Group:     gvk.Group,
@@ -192,17 +196,17 @@ func (e *Engine) compareOne(ctx context.Context, c Client, obj *unstructured.Uns
 			d.Status = subresourcesv1alpha1.ObjectMissing
 			return d, nil
 		}
-		return d, e.failure(obj, stepGet, err)
+		return d, e.failure(obj, who, stepGet, err)
 	}
 	if live == nil {
-		return d, e.failure(obj, stepGet, errors.New("the client returned no object"))
+		return d, e.failure(obj, who, stepGet, errors.New("the client returned no object"))
 	}
 	dryRun, err := c.DryRunApply(ctx, obj)
 	if err != nil {
-		return d, e.failure(obj, stepDryRun, err)
+		return d, e.failure(obj, who, stepDryRun, err)
 	}
 	if dryRun == nil {
-		return d, e.failure(obj, stepDryRun, errors.New("the client returned no object"))
+		return d, e.failure(obj, who, stepDryRun, errors.New("the client returned no object"))
 	}
 	d.Changes = diffObjects(
 		e.redactor.Object(normalize(dryRun)).Object,
@@ -216,9 +220,10 @@ func (e *Engine) compareOne(ctx context.Context, c Client, obj *unstructured.Uns
 	return d, nil
 }
 
-// failure classifies err and writes the message that names the object.
-func (e *Engine) failure(obj *unstructured.Unstructured, s step, err error) *failure {
-	reason, what := classify(s, err)
+// failure classifies err and writes the message that names the object and,
+// for a refusal, who was refused.
+func (e *Engine) failure(obj *unstructured.Unstructured, who string, s step, err error) *failure {
+	reason, what := classify(s, who, err)
 	msg := fmt.Sprintf("%s: %s: %v", ObjectKeyString(obj), what, err)
 	return &failure{reason: reason, message: scrubSecretValues(obj, msg)}
 }

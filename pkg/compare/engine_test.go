@@ -260,14 +260,14 @@ func TestCompareErrors(t *testing.T) {
 			name:      "dry run forbidden by RBAC",
 			applyErr:  apierrors.NewForbidden(gr, "web", errors.New(`User "convoy" cannot patch resource "deployments"`)),
 			reason:    ReasonForbidden,
-			inMessage: []string{"the dry run is forbidden (403 Forbidden)", "cannot patch"},
+			inMessage: []string{"ServiceAccount shop/deployer may not patch it (the server-side apply dry run) (403 Forbidden)", "cannot patch"},
 			wantApply: 1,
 		},
 		{
 			name:      "get forbidden",
 			getErr:    apierrors.NewForbidden(gr, "web", errors.New(`User "convoy" cannot get resource "deployments"`)),
 			reason:    ReasonForbidden,
-			inMessage: []string{"reading the live object is forbidden"},
+			inMessage: []string{"apps/v1 Deployment shop/web: ServiceAccount shop/deployer may not get it (403 Forbidden)"},
 		},
 		{
 			name:   "get forbidden, even with admission words",
@@ -278,7 +278,7 @@ func TestCompareErrors(t *testing.T) {
 			name:      "unauthorized",
 			getErr:    apierrors.NewUnauthorized("token expired"),
 			reason:    ReasonForbidden,
-			inMessage: []string{"401 Unauthorized"},
+			inMessage: []string{"401 Unauthorized", "the credentials of ServiceAccount shop/deployer were refused"},
 		},
 		{
 			name:      "read failed",
@@ -359,6 +359,7 @@ func TestCompareErrors(t *testing.T) {
 			web := deployment("shop", "web", 3, "shop:1")
 			desired := []*unstructured.Unstructured{web}
 			f := newFake(liveOf(web))
+			f.who = "ServiceAccount shop/deployer"
 			if tt.getErr != nil {
 				f.getErr[keyOf(web)] = tt.getErr
 			}

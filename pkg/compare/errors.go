@@ -61,9 +61,26 @@ func (s step) String() string {
 	return "the dry run"
 }
 
-// classify returns the reason of err, met at step, and a short text of what
-// happened to put before the error itself.
-func classify(s step, err error) (reason, what string) {
+// verb says the step as RBAC sees it: a server-side apply dry run is a
+// patch.
+func (s step) verb() string {
+	if s == stepGet {
+		return "get it"
+	}
+	return "patch it (the server-side apply dry run)"
+}
+
+// reasoned is an error that names its own reason, such as the refusal of a
+// dialer to connect to an address that is not allowed.
+type reasoned interface {
+	error
+	Reason() string
+}
+
+// classify returns the reason of err, met at step by who, and a short text
+// of what happened to put before the error itself.
+func classify(s step, who string, err error) (reason, what string) {
+	var r reasoned
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ReasonCanceled, s.String() + " was canceled"
@@ -73,10 +90,12 @@ func classify(s step, err error) (reason, what string) {
 		return ReasonNoKindMatch, "the cluster does not know the kind"
 	case isResourceNotServed(err):
 		return ReasonNoKindMatch, "the cluster does not serve the resource of the kind"
+	case errors.As(err, &r):
+		return r.Reason(), s.String() + " failed"
 	}
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {
-		return classifyStatus(s, err, apiStatus)
+		return classifyStatus(s, who, err, apiStatus)
 	}
 	if what := networkError(err); what != "" {
 		return ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
@@ -88,7 +107,7 @@ func classify(s step, err error) (reason, what string) {
 }
 
 // classifyStatus classifies an answer of the API server.
-func classifyStatus(s step, err error, apiStatus apierrors.APIStatus) (reason, what string) {
+func classifyStatus(s step, who string, err error, apiStatus apierrors.APIStatus) (reason, what string) {
 	status := apiStatus.Status()
 	answer := fmt.Sprintf("%d %s", status.Code, status.Reason)
 	if status.Code == 0 {
@@ -96,12 +115,12 @@ func classifyStatus(s step, err error, apiStatus apierrors.APIStatus) (reason, w
 	}
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return ReasonForbidden, fmt.Sprintf("%s is not authorized (%s)", s, answer)
+		return ReasonForbidden, fmt.Sprintf("%s is not authorized (%s): the credentials of %s were refused", s, answer, who)
 	case apierrors.IsForbidden(err):
 		if s == stepDryRun && isAdmissionDenial(status.Message) {
 			return ReasonDryRunRejected, fmt.Sprintf("admission denied the dry run (%s)", answer)
 		}
-		return ReasonForbidden, fmt.Sprintf("%s is forbidden (%s)", s, answer)
+		return ReasonForbidden, fmt.Sprintf("%s may not %s (%s)", who, s.verb(), answer)
 	case apierrors.IsTooManyRequests(err):
 		return ReasonClusterUnreachable, fmt.Sprintf("the cluster throttled %s (%s)", s, answer)
 	case status.Code >= 500, apierrors.IsInternalError(err), apierrors.IsServerTimeout(err),

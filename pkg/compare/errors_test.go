@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,15 +31,23 @@ func TestClassify(t *testing.T) {
 		{"server timeout", stepGet, apierrors.NewServerTimeout(ns, "get", 1), ReasonClusterUnreachable},
 		{"unexpected EOF", stepGet, fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), ReasonClusterUnreachable},
 		{"gone on get", stepGet, apierrors.NewGone("gone"), ReasonReadFailed},
+		{"an error that names its reason", stepGet, &url.Error{Op: "Get", URL: "https://169.254.169.254", Err: &net.OpError{Op: "dial", Err: namedReason{}}}, "AddressNotAllowed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, what := classify(tt.step, tt.err)
+			got, what := classify(tt.step, "", tt.err)
 			assert.Equal(t, tt.want, got, what)
 			assert.NotEmpty(t, what)
 		})
 	}
 }
+
+// namedReason is an error that names its reason, as the dialer's refusal of
+// an address does.
+type namedReason struct{}
+
+func (namedReason) Error() string  { return "connecting to 169.254.169.254:443 is not allowed" }
+func (namedReason) Reason() string { return "AddressNotAllowed" }
 
 func TestIsResourceNotServed(t *testing.T) {
 	assert.False(t, isResourceNotServed(apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")))

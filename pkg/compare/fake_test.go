@@ -25,6 +25,8 @@ type fakeClient struct {
 	callDelay time.Duration
 	// dryRun, when set, replaces the SSA imitation.
 	dryRun func(desired, live *unstructured.Unstructured) *unstructured.Unstructured
+	// who is what Who answers.
+	who string
 
 	mu       sync.Mutex
 	gets     map[string]int
@@ -49,6 +51,9 @@ func newFake(live ...*unstructured.Unstructured) *fakeClient {
 	}
 	return f
 }
+
+// Who implements Identified.
+func (f *fakeClient) Who() string { return f.who }
 
 func fakeKey(gvk schema.GroupVersionKind, namespace, name string) string {
 	return gvk.GroupKind().String() + " " + namespace + "/" + name

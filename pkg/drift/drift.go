@@ -1,13 +1,15 @@
-// Package drift checks a Release for drift: it picks the desired render
-// (pkg/desired), the target cluster (pkg/cluster) and compares them
-// (pkg/compare). GET /diff and the drift loop both call Checker.Check, so
-// they always agree.
+// Package drift checks a Release for drift: it gets the Release's Access
+// (its identity and target cluster, pkg/cluster), picks the desired render
+// (pkg/desired) and compares it with the live objects (pkg/compare). GET
+// /diff and the drift loop both call Checker.Check, so they always agree.
 package drift
 
 import (
 	"context"
 	"errors"
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
@@ -18,6 +20,7 @@ import (
 
 // Reasons of an Undetermined result found before the compare.
 const (
+	// ReasonRenderFailed: the source or the render failed.
 	ReasonRenderFailed = "RenderFailed"
 )
 
@@ -29,23 +32,16 @@ type Report struct {
 	Desired *desired.Result
 }
 
-// Targets gives the clients of a Release's target cluster.
-type Targets interface {
-	ForRelease(ctx context.Context, release *convoyv1alpha1.Release) (*cluster.Target, error)
-}
-
 // Checker checks Releases for drift.
 type Checker struct {
-	inputs  render.Inputs
-	store   desired.Store
-	targets Targets
+	targets cluster.Targets
 	engine  *compare.Engine
 }
 
-// NewChecker returns a Checker that renders from inputs, reads stored renders
-// from store, and compares on the clusters of targets with engine.
-func NewChecker(inputs render.Inputs, store desired.Store, targets Targets, engine *compare.Engine) *Checker {
-	return &Checker{inputs: inputs, store: store, targets: targets, engine: engine}
+// NewChecker returns a Checker that gets each Release's Access from targets
+// and compares with engine.
+func NewChecker(targets cluster.Targets, engine *compare.Engine) *Checker {
+	return &Checker{targets: targets, engine: engine}
 }
 
 // Check compares the desired render of release (or the stored render ref,
@@ -53,10 +49,12 @@ func NewChecker(inputs render.Inputs, store desired.Store, targets Targets, engi
 // Undetermined result that names it, except a stored render asked for with
 // ref that is not stored: that is an error wrapping render.ErrNotStored.
 //
-// The target cluster is had once per check: a fresh render scopes namespaces
-// with its REST mapper, and the compare runs on it.
+// Everything is done as the Release's identity: its inputs and render store
+// are read, and its objects read and dry-run, with the clients of its Access.
+// The Access is had once per check: a fresh render scopes namespaces with
+// the target's REST mapper, and the compare runs on the same target.
 func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*Report, error) {
-	target, err := c.targets.ForRelease(ctx, release)
+	access, err := c.targets.ForRelease(ctx, release)
 	if err != nil {
 		var clusterErr *cluster.Error
 		if errors.As(err, &clusterErr) {
@@ -64,32 +62,33 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, re
 		}
 		return &Report{Result: compare.Undetermined(cluster.ReasonClusterNotFound, err.Error())}, nil
 	}
-	resolver := desired.NewResolver(desired.TargetRenderer{Inputs: c.inputs, Targets: fixedTarget{target}}, c.store)
-	want, err := resolver.Resolve(ctx, release, ref)
+	want, err := desired.For(access).Resolve(ctx, release, ref)
 	if err != nil {
 		if ref != "" && errors.Is(err, render.ErrNotStored) {
 			return nil, err
 		}
-		var renderErr *render.Error
-		if errors.As(err, &renderErr) {
-			// Discovery of the target cluster for the render's namespaces
-			// is the first request to the cluster.
-			if what := compare.NetworkFailure(renderErr); renderErr.Reason == render.ReasonInputUnavailable && what != "" {
-				return &Report{Result: compare.Undetermined(compare.ReasonClusterUnreachable,
-					fmt.Sprintf("the cluster is unreachable (%s): %s", what, renderErr.Message))}, nil
-			}
-			return &Report{Result: compare.Undetermined(ReasonRenderFailed,
-				fmt.Sprintf("%s: %s", renderErr.Reason, renderErr.Message))}, nil
-		}
-		return &Report{Result: compare.Undetermined(ReasonRenderFailed, err.Error())}, nil
+		return &Report{Result: resolveFailure(access, err)}, nil
 	}
-	result := c.engine.Compare(ctx, &compare.DynamicClient{Dynamic: target.Dynamic, Mapper: target.Mapper}, want.Objects)
-	return &Report{Result: result, Desired: want}, nil
+	client := &compare.DynamicClient{Dynamic: access.Target.Dynamic, Mapper: access.Target.Mapper, Identity: access.Who()}
+	return &Report{Result: c.engine.Compare(ctx, client, want.Objects), Desired: want}, nil
 }
 
-// fixedTarget gives the one target a check already has.
-type fixedTarget struct{ target *cluster.Target }
-
-func (f fixedTarget) ForRelease(context.Context, *convoyv1alpha1.Release) (*cluster.Target, error) {
-	return f.target, nil
+// resolveFailure is the Undetermined result of a desired render that could
+// not be had.
+func resolveFailure(access *cluster.Access, err error) *compare.Result {
+	if apierrors.IsForbidden(err) {
+		// An input or a stored render the identity may not read.
+		return compare.Undetermined(compare.ReasonForbidden, fmt.Sprintf("%s may not read an input of the release: %v", access.Identity, err))
+	}
+	var renderErr *render.Error
+	if !errors.As(err, &renderErr) {
+		return compare.Undetermined(ReasonRenderFailed, err.Error())
+	}
+	// Discovery of the target cluster for the render's namespaces is the
+	// first request to the cluster.
+	if what := compare.NetworkFailure(renderErr); renderErr.Reason == render.ReasonInputUnavailable && what != "" {
+		return compare.Undetermined(compare.ReasonClusterUnreachable,
+			fmt.Sprintf("the cluster is unreachable (%s): %s", what, renderErr.Message))
+	}
+	return compare.Undetermined(ReasonRenderFailed, fmt.Sprintf("%s: %s", renderErr.Reason, renderErr.Message))
 }

@@ -3,7 +3,6 @@ package drift
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"syscall"
@@ -14,6 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
@@ -22,60 +24,70 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
-// fakeInputs answers every read with err.
-type fakeInputs struct{ err error }
-
-func (f fakeInputs) ConfigMap(context.Context, string, string) (*corev1.ConfigMap, error) {
-	return nil, f.err
+// fakeTargets gives an Access whose Home answers every read of a ConfigMap
+// or Secret with inputErr (NotFound when nil), or fails with err.
+type fakeTargets struct {
+	err      error
+	inputErr error
 }
 
-func (f fakeInputs) Secret(context.Context, string, string) (*corev1.Secret, error) {
-	return nil, f.err
-}
-
-type fakeStore struct{}
-
-func (fakeStore) Get(_ context.Context, _, _, ref string) (*render.Render, error) {
-	return nil, fmt.Errorf("%s: %w", ref, render.ErrNotStored)
-}
-
-type fakeTargets struct{ err error }
-
-func (f fakeTargets) ForRelease(context.Context, *convoyv1alpha1.Release) (*cluster.Target, error) {
+func (f fakeTargets) ForRelease(_ context.Context, release *convoyv1alpha1.Release) (*cluster.Access, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &cluster.Target{}, nil
+	home := fake.NewClientset()
+	if f.inputErr != nil {
+		home.PrependReactor("get", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+			return true, nil, f.inputErr
+		})
+	}
+	return &cluster.Access{
+		Identity: cluster.Identity{Namespace: release.Namespace, Name: "deployer"},
+		Home:     home,
+		Target:   &cluster.Target{},
+	}, nil
 }
 
 // The failures found before the compare become Undetermined reports with a
 // reason, as the InSync condition shows them.
 func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
+	forbidden := apierrors.NewForbidden(corev1.Resource("configmaps"), "web-manifests",
+		errors.New(`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`))
 	cases := []struct {
 		name        string
 		inputErr    error
 		targetErr   error
+		pinned      bool
 		ref         string
 		wantReason  string
-		wantMessage string
+		wantMessage []string
 		wantErr     error
 	}{
-		{name: "render fails", inputErr: apierrors.NewNotFound(corev1.Resource("configmaps"), "web-manifests"),
-			wantReason: ReasonRenderFailed, wantMessage: "SourceNotFound: "},
+		{name: "render fails", wantReason: ReasonRenderFailed, wantMessage: []string{"SourceNotFound: "}},
 		{name: "cluster missing", targetErr: &cluster.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"},
-			wantReason: cluster.ReasonClusterNotFound, wantMessage: "Cluster shop/east not found"},
+			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"Cluster shop/east not found"}},
+		{name: "the Cluster's Secret forbidden", targetErr: &cluster.Error{Reason: cluster.ReasonForbidden, Message: "ServiceAccount shop/deployer may not get Secret shop/east"},
+			wantReason: compare.ReasonForbidden, wantMessage: []string{"ServiceAccount shop/deployer may not get Secret shop/east"}},
 		{name: "cluster unreachable while rendering", inputErr: refused,
-			wantReason: compare.ReasonClusterUnreachable, wantMessage: "the cluster is unreachable (connection refused)"},
-		{name: "inputs unavailable otherwise", inputErr: apierrors.NewForbidden(corev1.Resource("configmaps"), "web-manifests", errors.New("no")),
-			wantReason: ReasonRenderFailed, wantMessage: "InputUnavailable: "},
+			wantReason: compare.ReasonClusterUnreachable, wantMessage: []string{"the cluster is unreachable (connection refused)"}},
+		{name: "input forbidden", inputErr: forbidden, wantReason: compare.ReasonForbidden,
+			wantMessage: []string{"ServiceAccount shop/deployer may not read an input of the release", "source ConfigMap shop/web-manifests may not be read",
+				`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`}},
+		{name: "pinned render forbidden", pinned: true, inputErr: forbidden, wantReason: compare.ReasonForbidden,
+			wantMessage: []string{"ServiceAccount shop/deployer may not read an input of the release", "reading the Pinned render"}},
+		{name: "inputs unavailable otherwise", inputErr: apierrors.NewServiceUnavailable("etcd is down"),
+			wantReason: ReasonRenderFailed, wantMessage: []string{"InputUnavailable: "}},
 		{name: "stored render asked for and missing", ref: "0123456789abcdef", wantErr: render.ErrNotStored},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewChecker(fakeInputs{err: tc.inputErr}, fakeStore{}, fakeTargets{err: tc.targetErr}, compare.NewEngine(nil, 1))
+			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, compare.NewEngine(nil, 1))
 			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 				Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web-manifests"}}}}
+			if tc.pinned {
+				release.Spec.Pin = &convoyv1alpha1.Pin{RenderRef: "0123456789abcdef"}
+			}
 			report, err := c.Check(context.Background(), release, tc.ref)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
@@ -84,7 +96,9 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
 			assert.Equal(t, tc.wantReason, report.Reason)
-			assert.Contains(t, report.Message, tc.wantMessage)
+			for _, m := range tc.wantMessage {
+				assert.Contains(t, report.Message, m)
+			}
 			assert.Nil(t, report.Desired)
 		})
 	}

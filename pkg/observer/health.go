@@ -21,7 +21,6 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
-	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
@@ -54,7 +53,7 @@ type HealthLoop struct {
 	inventories convoylisters.ReleaseInventoryLister
 	globals     convoylisters.GlobalHealthRuleSetLister
 	locals      convoylisters.HealthRuleSetLister
-	targets     drift.Targets
+	targets     cluster.Targets
 	compiler    *health.Compiler
 	writer      *inventory.Writer
 	status      *StatusWriter
@@ -69,7 +68,7 @@ type HealthLoop struct {
 // NewHealthLoop returns a HealthLoop. Its passes start on: a Release created,
 // its spec or status.lastAttempted changed; its inventory's spec changed; any
 // rule set changed; the informer resync; and the re-check delays.
-func NewHealthLoop(inf HealthInformers, targets drift.Targets, compiler *health.Compiler, writer *inventory.Writer,
+func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, writer *inventory.Writer,
 	status *StatusWriter, requester *convoysync.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
 	l := &HealthLoop{
 		releases:    inf.Releases.Lister(),
@@ -310,7 +309,7 @@ func (l *HealthLoop) assess(ctx context.Context, release *convoyv1alpha1.Release
 	if inv == nil || len(inv.Spec.Entries) == 0 {
 		return assessment{}
 	}
-	var target *cluster.Target
+	var access *cluster.Access
 	var deadline *time.Duration
 	if d := release.Spec.HealthAssessment; d != nil && d.Deadline != nil {
 		deadline = &d.Deadline.Duration
@@ -320,13 +319,14 @@ func (l *HealthLoop) assess(ctx context.Context, release *convoyv1alpha1.Release
 		if hooksOnly && entry.Hook == nil {
 			continue
 		}
-		if target == nil {
-			t, err := l.targets.ForRelease(ctx, release)
+		if access == nil {
+			a, err := l.targets.ForRelease(ctx, release)
 			if err != nil {
 				return assessment{cannot: err.Error()}
 			}
-			target = t
+			access = a
 		}
+		target := access.Target
 		gvk := schema.GroupVersionKind{Group: entry.Group, Version: entry.Version, Kind: entry.Kind}
 		var before *convoyv1alpha1.InventoryEntryStatus
 		if p, ok := prev[entry.ObjectKey]; ok {
@@ -353,8 +353,11 @@ func (l *HealthLoop) assess(ctx context.Context, release *convoyv1alpha1.Release
 			if what := compare.NetworkFailure(readErr); what != "" {
 				return assessment{cannot: fmt.Sprintf("the cluster is unreachable (%s): %v", what, readErr)}
 			}
-			if apierrors.IsNotFound(readErr) {
+			switch {
+			case apierrors.IsNotFound(readErr):
 				readErr = fmt.Errorf("%s %s is not on the cluster", entry.Kind, key(entry))
+			case apierrors.IsForbidden(readErr), apierrors.IsUnauthorized(readErr):
+				readErr = fmt.Errorf("%s may not get %s %s: %w", access.Who(), mapping.Resource.GroupResource(), key(entry), readErr)
 			}
 		}
 		var verdict health.Verdict

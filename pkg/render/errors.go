@@ -28,8 +28,13 @@ const (
 	ReasonTemplateFailed = "TemplateFailed"
 	// ReasonMutationFailed: a mutation could not be applied.
 	ReasonMutationFailed = "MutationFailed"
+	// ReasonInputForbidden: the identity the Release acts as may not read an
+	// input (the source ConfigMap, a valuesFrom ConfigMap or Secret); the
+	// message is the API server's, which names the user, the verb and the
+	// object.
+	ReasonInputForbidden = "InputForbidden"
 	// ReasonInputUnavailable: an input could not be read for a reason other
-	// than NotFound (forbidden, timeout, server error), or the Scoper failed
+	// than NotFound or Forbidden (timeout, server error), or the Scoper failed
 	// for a reason other than an unknown kind. Unlike the reasons above, it
 	// says nothing about the Release itself and may pass on a retry.
 	ReasonInputUnavailable = "InputUnavailable"

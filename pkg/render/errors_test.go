@@ -85,8 +85,8 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{configMap("src", map[string]string{"a.yaml": deploy})}
 			},
 			release: release("forbidden"),
-			reason:  ReasonInputUnavailable,
-			message: []string{"source ConfigMap demo/forbidden could not be read", "forbidden"},
+			reason:  ReasonInputForbidden,
+			message: []string{"source ConfigMap demo/forbidden may not be read", "forbidden"},
 		},
 		{
 			name:    "valuesFrom ConfigMap missing",
@@ -113,8 +113,8 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{chartConfigMap("src", chart(t))}
 			},
 			release: release("src", valuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "forbidden", Optional: true})),
-			reason:  ReasonInputUnavailable,
-			message: []string{"valuesFrom 0: Secret demo/forbidden could not be read"},
+			reason:  ReasonInputForbidden,
+			message: []string{"valuesFrom 0: Secret demo/forbidden may not be read"},
 		},
 		{
 			name: "valuesFrom ConfigMap not YAML",

@@ -126,6 +126,8 @@ func (r *Renderer) source(ctx context.Context, release *convoyv1alpha1.Release) 
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, errorQuiet(ReasonSourceNotFound, err, "source ConfigMap %s/%s not found", ns, name)
+	case apierrors.IsForbidden(err):
+		return nil, errorf(ReasonInputForbidden, err, "source ConfigMap %s/%s may not be read", ns, name)
 	case err != nil:
 		return nil, errorf(ReasonInputUnavailable, err, "source ConfigMap %s/%s could not be read", ns, name)
 	}

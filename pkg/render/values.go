@@ -101,6 +101,8 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 			return nil, nil
 		}
 		return nil, errorQuiet(ReasonValuesNotFound, err, "%s not found", what)
+	case apierrors.IsForbidden(err):
+		return nil, errorf(ReasonInputForbidden, err, "%s may not be read", what)
 	case err != nil:
 		return nil, errorf(ReasonInputUnavailable, err, "%s could not be read", what)
 	case !found:

@@ -43,9 +43,37 @@ func convoyClient(t *testing.T) convoyclient.Interface {
 
 var nsCounter atomic.Int32
 
-// newNamespace creates a namespace of its own for a test. There is no
-// namespace controller in the control plane, so it is not deleted afterwards.
+// newNamespace creates a namespace of its own for a test, whose
+// ServiceAccounts, the identities its Releases act as, may do everything in
+// it (a Role bound to the group system:serviceaccounts:NS), as a tenant
+// would grant them. There is no namespace controller in the control plane,
+// so it is not deleted afterwards.
 func newNamespace(t *testing.T) string {
+	t.Helper()
+	name := newBareNamespace(t)
+	grantServiceAccounts(t, name, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+	return name
+}
+
+// grantServiceAccounts binds every ServiceAccount of namespace to a Role
+// with rules in it.
+func grantServiceAccounts(t *testing.T, namespace string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	c := kubeClient(t)
+	const name = "e2e-release-identities"
+	_, err := c.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:serviceaccounts:" + namespace}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// newBareNamespace creates a namespace where ServiceAccounts have no right.
+func newBareNamespace(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), nsCounter.Add(1))
 	if len(name) > 63 {

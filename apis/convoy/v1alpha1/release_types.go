@@ -59,6 +59,17 @@ type ReleaseSpec struct {
 	// +optional
 	Cluster *ClusterReference `json:"cluster,omitempty"`
 
+	// serviceAccountName names a ServiceAccount in the Release's namespace:
+	// the identity everything done for the Release uses on the cluster convoy
+	// runs in (reading its source, values and renders, the Secret of its
+	// Cluster, and, without spec.cluster, applying, comparing and assessing
+	// its objects). Empty: the ServiceAccount named by convoy-apiserver's
+	// --default-service-account (default "default").
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
 	// targetNamespace is the namespace of namespaced objects that name none.
 	// Default: the Release's namespace.
 	// +optional

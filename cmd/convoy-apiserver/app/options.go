@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
@@ -34,7 +36,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
-	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
@@ -42,7 +43,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
-	"github.com/kumodo/convoy-apiserver/pkg/render"
 	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
 )
 
@@ -103,6 +103,7 @@ func NewOptions() *Options {
 		Resync:         2 * time.Minute,
 		Target: cluster.Options{
 			QPS: cluster.DefaultQPS, Burst: cluster.DefaultBurst, Timeout: cluster.DefaultTimeout,
+			DefaultServiceAccount: cluster.DefaultServiceAccount,
 		},
 		DriftWorkers:   4,
 		CompareWorkers: compare.DefaultWorkers,
@@ -151,6 +152,10 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	target.Float32Var(&o.Target.QPS, "target-qps", o.Target.QPS, "Queries per second to each target cluster.")
 	target.IntVar(&o.Target.Burst, "target-burst", o.Target.Burst, "Burst of queries to each target cluster.")
 	target.DurationVar(&o.Target.Timeout, "target-timeout", o.Target.Timeout, "Timeout of each request to a target cluster, and of connecting to it.")
+	target.StringVar(&o.Target.DefaultServiceAccount, "default-service-account", o.Target.DefaultServiceAccount,
+		"ServiceAccount, in the Release's namespace, that a Release without spec.serviceAccountName acts as.")
+	target.BoolVar(&o.Target.AllowLoopback, "allow-loopback-clusters", o.Target.AllowLoopback,
+		"Let the kubeconfig of a Cluster reach loopback addresses (local development only). Link-local addresses are always refused.")
 
 	observer := fss.FlagSet("observer")
 	observer.IntVar(&o.DriftWorkers, "drift-workers", o.DriftWorkers, "Releases the drift loop checks at once.")
@@ -206,6 +211,9 @@ func (o *Options) Validate() error {
 	if o.Target.QPS <= 0 || o.Target.Burst <= 0 || o.Target.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--target-qps, --target-burst and --target-timeout must be positive"))
 	}
+	if msgs := validation.IsDNS1123Subdomain(o.Target.DefaultServiceAccount); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--default-service-account %q is not a ServiceAccount name: %s", o.Target.DefaultServiceAccount, strings.Join(msgs, "; ")))
+	}
 	if le := o.LeaderElection; le.LeaderElect && (le.LeaseDuration.Duration <= le.RenewDeadline.Duration || le.RenewDeadline.Duration <= le.RetryPeriod.Duration || le.RetryPeriod.Duration <= 0) {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration > renew deadline > retry period > 0"))
 	}
@@ -251,20 +259,18 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	hostname, _ := os.Hostname()
 	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, apiserver.Name+"/"+hostname)
 
-	targets, err := cluster.NewProvider(o.restConfig, convoy.ConvoyV1alpha1(), kubeClient.CoreV1(), o.Target)
+	targets, err := cluster.NewProvider(o.restConfig, convoy.ConvoyV1alpha1(), o.Target)
 	if err != nil {
 		return nil, fmt.Errorf("creating target cluster clients: %w", err)
 	}
 	redactor := redact.New()
-	inputs, store := render.ClientInputs{Client: kubeClient}, render.NewStore(kubeClient)
-	resolver := desired.NewResolver(desired.TargetRenderer{Inputs: inputs, Targets: targets}, store)
-	checker := drift.NewChecker(inputs, store, targets, compare.NewEngine(redactor, o.CompareWorkers))
+	checker := drift.NewChecker(targets, compare.NewEngine(redactor, o.CompareWorkers))
 	requester := convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	config.Extra = apiserver.ExtraConfig{
 		Engines: release.Engines{
 			Releases:    convoy.ConvoyV1alpha1(),
 			Inventories: convoy.ConvoyV1alpha1(),
-			Resolver:    resolver,
+			Targets:     targets,
 			Checker:     checker,
 			Redactor:    redactor,
 			Requester:   requester,

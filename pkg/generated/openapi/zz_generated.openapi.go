@@ -1615,6 +1615,13 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseSpec(ref common.Referen
 							Ref:         ref(v1alpha1.ClusterReference{}.OpenAPIModelName()),
 						},
 					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "serviceAccountName names a ServiceAccount in the Release's namespace: the identity everything done for the Release uses on the cluster convoy runs in (reading its source, values and renders, the Secret of its Cluster, and, without spec.cluster, applying, comparing and assessing its objects). Empty: the ServiceAccount named by convoy-apiserver's --default-service-account (default \"default\").",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"targetNamespace": {
 						SchemaProps: spec.SchemaProps{
 							Description: "targetNamespace is the namespace of namespaced objects that name none. Default: the Release's namespace.",

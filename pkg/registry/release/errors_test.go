@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
@@ -31,6 +33,14 @@ func TestResolveError(t *testing.T) {
 			wantMessage: "rendering release shop/web failed (TemplateFailed): templates/deploy.yaml:3: nil pointer"},
 		{name: "inputs unavailable", err: &render.Error{Reason: render.ReasonInputUnavailable, Message: "reading ConfigMap shop/x: timeout"},
 			wantCode: http.StatusServiceUnavailable, wantReason: metav1.StatusReasonServiceUnavailable, wantMessage: "reading ConfigMap shop/x: timeout"},
+		{name: "an input the identity may not read", err: &render.Error{Reason: render.ReasonInputForbidden, Message: "source ConfigMap shop/x may not be read",
+			Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New(`User "system:serviceaccount:shop:default" cannot get`))},
+			wantCode: http.StatusUnprocessableEntity, wantReason: ReasonIdentityForbidden,
+			wantMessage: `release shop/web: the identity it acts as was refused: source ConfigMap shop/x may not be read`},
+		{name: "the Secret of the Cluster forbidden", err: &cluster.Error{Reason: cluster.ReasonForbidden, Message: "ServiceAccount shop/default may not get Secret shop/k"},
+			wantCode: http.StatusUnprocessableEntity, wantReason: ReasonIdentityForbidden, wantMessage: "ServiceAccount shop/default may not get Secret shop/k"},
+		{name: "cluster not found", err: &cluster.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"},
+			wantCode: http.StatusUnprocessableEntity, wantReason: "ClusterNotFound", wantMessage: "release shop/web: Cluster shop/east not found"},
 		{name: "anything else", err: errors.New("connection refused"), wantCode: http.StatusInternalServerError,
 			wantReason: metav1.StatusReasonInternalError, wantMessage: "release shop/web: connection refused"},
 	}

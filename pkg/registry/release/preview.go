@@ -14,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
@@ -23,7 +24,7 @@ import (
 // one /diff compares, with Secret values redacted.
 type PreviewREST struct {
 	releases convoyclient.ReleasesGetter
-	resolver *desired.Resolver
+	targets  cluster.Targets
 	redactor *redact.Redactor
 	rest.TableConvertor
 }
@@ -34,8 +35,8 @@ var (
 )
 
 // NewPreviewREST returns the storage of releases/preview.
-func NewPreviewREST(releases convoyclient.ReleasesGetter, resolver *desired.Resolver, redactor *redact.Redactor) *PreviewREST {
-	return &PreviewREST{releases: releases, resolver: resolver, redactor: redactor, TableConvertor: previewTable}
+func NewPreviewREST(releases convoyclient.ReleasesGetter, targets cluster.Targets, redactor *redact.Redactor) *PreviewREST {
+	return &PreviewREST{releases: releases, targets: targets, redactor: redactor, TableConvertor: previewTable}
 }
 
 // New implements rest.Storage.
@@ -52,13 +53,18 @@ func (*PreviewREST) NewGetOptions() (runtime.Object, bool, string) {
 	return &subresourcesv1alpha1.ReleaseRenderOptions{}, false, ""
 }
 
-// Get returns the desired render of the Release name.
+// Get returns the desired render of the Release name, rendered (or read from
+// the render store) as the Release's identity.
 func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Object) (runtime.Object, error) {
 	release, ref, err := getRelease(ctx, r.releases, name, options)
 	if err != nil {
 		return nil, err
 	}
-	result, err := r.resolver.Resolve(ctx, release, ref)
+	access, err := r.targets.ForRelease(ctx, release)
+	if err != nil {
+		return nil, resolveError(release, ref, err)
+	}
+	result, err := desired.For(access).Resolve(ctx, release, ref)
 	if err != nil {
 		return nil, resolveError(release, ref, err)
 	}

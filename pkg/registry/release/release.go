@@ -9,7 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
@@ -21,7 +21,7 @@ import (
 type Engines struct {
 	Releases    convoyclient.ReleasesGetter
 	Inventories convoyclient.ReleaseInventoriesGetter
-	Resolver    *desired.Resolver
+	Targets     cluster.Targets
 	Checker     *drift.Checker
 	Redactor    *redact.Redactor
 	Requester   *convoysync.Requester
@@ -34,7 +34,7 @@ func Storage(e Engines) map[string]rest.Storage {
 		"releases":         &REST{},
 		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
 		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
-		"releases/preview": NewPreviewREST(e.Releases, e.Resolver, e.Redactor),
+		"releases/preview": NewPreviewREST(e.Releases, e.Targets, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
 	}
 }

@@ -522,6 +522,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: pin
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Pin
+    - name: serviceAccountName
+      type:
+        scalar: string
     - name: source
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseSource

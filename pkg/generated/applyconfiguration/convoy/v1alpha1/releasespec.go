@@ -26,6 +26,13 @@ type ReleaseSpecApplyConfiguration struct {
 	// cluster names a Cluster in the Release's namespace. Empty means the
 	// cluster that convoy runs in.
 	Cluster *ClusterReferenceApplyConfiguration `json:"cluster,omitempty"`
+	// serviceAccountName names a ServiceAccount in the Release's namespace:
+	// the identity everything done for the Release uses on the cluster convoy
+	// runs in (reading its source, values and renders, the Secret of its
+	// Cluster, and, without spec.cluster, applying, comparing and assessing
+	// its objects). Empty: the ServiceAccount named by convoy-apiserver's
+	// --default-service-account (default "default").
+	ServiceAccountName *string `json:"serviceAccountName,omitempty"`
 	// targetNamespace is the namespace of namespaced objects that name none.
 	// Default: the Release's namespace.
 	TargetNamespace *string `json:"targetNamespace,omitempty"`
@@ -57,6 +64,14 @@ func ReleaseSpec() *ReleaseSpecApplyConfiguration {
 // If called multiple times, the Cluster field is set to the value of the last call.
 func (b *ReleaseSpecApplyConfiguration) WithCluster(value *ClusterReferenceApplyConfiguration) *ReleaseSpecApplyConfiguration {
 	b.Cluster = value
+	return b
+}
+
+// WithServiceAccountName sets the ServiceAccountName field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ServiceAccountName field is set to the value of the last call.
+func (b *ReleaseSpecApplyConfiguration) WithServiceAccountName(value string) *ReleaseSpecApplyConfiguration {
+	b.ServiceAccountName = &value
 	return b
 }
 
