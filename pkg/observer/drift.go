@@ -19,7 +19,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 // DefaultInterval is spec.syncPolicy.interval when it is not set.
@@ -43,7 +43,7 @@ type DriftLoop struct {
 	releases  convoylisters.ReleaseLister
 	checker   *drift.Checker
 	status    *StatusWriter
-	requester *convoysync.Requester
+	requester *syncrequest.Requester
 	// passTimeout bounds one pass, so a stuck cluster cannot hold a worker.
 	passTimeout time.Duration
 }
@@ -54,7 +54,7 @@ type DriftLoop struct {
 // resync; spec.syncPolicy.interval after the previous pass. A sync request
 // (an annotation) and the observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
-	checker *drift.Checker, status *StatusWriter, requester *convoysync.Requester) (*DriftLoop, error) {
+	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester) (*DriftLoop, error) {
 	l := &DriftLoop{
 		releases:    releases.Lister(),
 		checker:     checker,

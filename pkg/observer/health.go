@@ -25,7 +25,7 @@ import (
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 // Re-check delays of the health loop while something is not Healthy: 2s,
@@ -57,7 +57,7 @@ type HealthLoop struct {
 	compiler    *health.Compiler
 	writer      *inventory.Writer
 	status      *StatusWriter
-	requester   *convoysync.Requester
+	requester   *syncrequest.Requester
 	clock       clock.PassiveClock
 	passTimeout time.Duration
 
@@ -69,7 +69,7 @@ type HealthLoop struct {
 // its spec or status.lastAttempted changed; its inventory's spec changed; any
 // rule set changed; the informer resync; and the re-check delays.
 func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, writer *inventory.Writer,
-	status *StatusWriter, requester *convoysync.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
+	status *StatusWriter, requester *syncrequest.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
 	l := &HealthLoop{
 		releases:    inf.Releases.Lister(),
 		inventories: inf.Inventories.Lister(),

@@ -22,7 +22,7 @@ import (
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 // Config is what the observer's loops run on.
@@ -31,7 +31,7 @@ type Config struct {
 	Kube      kubernetes.Interface
 	Checker   *drift.Checker
 	Targets   *cluster.Provider
-	Requester *convoysync.Requester
+	Requester *syncrequest.Requester
 	Recorder  events.EventRecorder
 	Compiler  *health.Compiler
 	Clock     clock.PassiveClock

@@ -43,7 +43,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 func init() {
@@ -265,7 +265,7 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	}
 	redactor := redact.New()
 	checker := drift.NewChecker(targets, compare.NewEngine(redactor, o.CompareWorkers))
-	requester := convoysync.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
+	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	config.Extra = apiserver.ExtraConfig{
 		Engines: release.Engines{
 			Releases:    convoy.ConvoyV1alpha1(),

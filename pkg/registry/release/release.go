@@ -13,7 +13,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 // Engines are what the REST storage serves from: the same engines the
@@ -24,7 +24,7 @@ type Engines struct {
 	Targets     cluster.Targets
 	Checker     *drift.Checker
 	Redactor    *redact.Redactor
-	Requester   *convoysync.Requester
+	Requester   *syncrequest.Requester
 }
 
 // Storage is the REST storage of the group's only version, keyed by resource

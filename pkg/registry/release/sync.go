@@ -11,12 +11,12 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 // SyncREST serves POST releases/NAME/sync.
 type SyncREST struct {
-	requester *convoysync.Requester
+	requester *syncrequest.Requester
 	rest.TableConvertor
 }
 
@@ -26,7 +26,7 @@ var (
 )
 
 // NewSyncREST returns the storage of releases/sync.
-func NewSyncREST(requester *convoysync.Requester) *SyncREST {
+func NewSyncREST(requester *syncrequest.Requester) *SyncREST {
 	return &SyncREST{requester: requester, TableConvertor: syncTable}
 }
 

@@ -18,14 +18,14 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
-	convoysync "github.com/kumodo/convoy-apiserver/pkg/sync"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 func TestSyncCreate(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	newStorage := func() *SyncREST {
 		client := fake.NewClientset(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}})
-		return NewSyncREST(convoysync.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
+		return NewSyncREST(syncrequest.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
 	}
 	alice := &user.DefaultInfo{Name: "alice"}
 	inShop := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "shop"), alice)
@@ -73,7 +73,7 @@ func TestSyncCreate(t *testing.T) {
 }
 
 func TestUnknownReleaseNamesTheAggregatedResource(t *testing.T) {
-	storage := NewSyncREST(convoysync.NewRequester(fake.NewClientset().ConvoyV1alpha1(), events.NewFakeRecorder(1), clocktesting.NewFakePassiveClock(time.Now())))
+	storage := NewSyncREST(syncrequest.NewRequester(fake.NewClientset().ConvoyV1alpha1(), events.NewFakeRecorder(1), clocktesting.NewFakePassiveClock(time.Now())))
 	ctx := genericapirequest.WithNamespace(context.Background(), "shop")
 	_, err := storage.Create(ctx, "nope", &subresourcesv1alpha1.ReleaseSync{}, nil, &metav1.CreateOptions{})
 	var status apierrors.APIStatus

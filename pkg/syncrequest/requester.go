@@ -1,7 +1,7 @@
-// Package sync records sync requests for convoy's controller: the annotation
+// Package syncrequest records sync requests for convoy's controller: the annotation
 // convoy.kumodo.io/sync-requested-at on the Release and an Event that names
 // who asked. POST releases/NAME/sync and the observer's loops share it.
-package sync
+package syncrequest
 
 import (
 	"context"
