@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 )
@@ -74,14 +75,10 @@ func Undetermined(reason, message string) *Result {
 	return &Result{Result: subresourcesv1alpha1.DiffUndetermined, Reason: reason, Message: message}
 }
 
-// ObjectKeyString names an object as messages do: "apps/v1 Deployment
-// shop/web", "v1 ConfigMap shop/settings", and without a namespace for a
-// cluster-scoped object: "rbac.authorization.k8s.io/v1 ClusterRole view".
-func ObjectKeyString(obj *unstructured.Unstructured) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return obj.GetAPIVersion() + " " + obj.GetKind() + " " + ns + "/" + obj.GetName()
-	}
-	return obj.GetAPIVersion() + " " + obj.GetKind() + " " + obj.GetName()
+// ObjectKeyOf is the key of obj, which names it in messages
+// (ObjectKey.Describe).
+func ObjectKeyOf(obj *unstructured.Unstructured) convoyv1alpha1.ObjectKey {
+	return convoyv1alpha1.ObjectKey{Group: obj.GroupVersionKind().Group, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // failure is the error of one object, classified.
@@ -224,7 +221,7 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 // for a refusal, who was refused.
 func (e *Engine) failure(obj *unstructured.Unstructured, who string, s step, err error) *failure {
 	reason, what := classify(s, who, err)
-	msg := fmt.Sprintf("%s: %s: %v", ObjectKeyString(obj), what, err)
+	msg := fmt.Sprintf("%s: %s: %v", ObjectKeyOf(obj).Describe(), what, err)
 	return &failure{reason: reason, message: scrubSecretValues(obj, msg)}
 }
 
@@ -235,7 +232,7 @@ func summarize(desired []*unstructured.Unstructured, diffs []subresourcesv1alpha
 		if d.Status == subresourcesv1alpha1.ObjectInSync {
 			continue
 		}
-		msg := ObjectKeyString(desired[i]) + " is " + string(d.Status)
+		msg := ObjectKeyOf(desired[i]).Describe() + " is " + string(d.Status)
 		if len(d.Changes) > 0 {
 			paths := make([]string, 0, messagePaths)
 			for _, c := range d.Changes[:min(len(d.Changes), messagePaths)] {

@@ -81,7 +81,7 @@ func TestCompareMissing(t *testing.T) {
 
 	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
 	assert.Equal(t, ReasonDrifted, res.Reason)
-	assert.Equal(t, "v1 ConfigMap shop/settings is Missing", res.Message, "the first drifted object in render order")
+	assert.Equal(t, "ConfigMap shop/settings is Missing", res.Message, "the first drifted object in render order")
 	require.Len(t, res.Objects, 3)
 	assert.Equal(t, subresourcesv1alpha1.ObjectInSync, res.Objects[0].Status)
 	assert.Equal(t, subresourcesv1alpha1.ObjectMissing, res.Objects[1].Status)
@@ -108,7 +108,7 @@ func TestCompareModified(t *testing.T) {
 
 	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
 	assert.Equal(t, ReasonDrifted, res.Reason)
-	assert.Equal(t, "apps/v1 Deployment shop/web is Modified: spec.replicas, spec.template.spec.containers[name=app].image", res.Message)
+	assert.Equal(t, "Deployment.apps shop/web is Modified: spec.replicas, spec.template.spec.containers[name=app].image", res.Message)
 	require.Len(t, res.Objects, 3)
 	assert.Equal(t, subresourcesv1alpha1.ObjectInSync, res.Objects[0].Status)
 	web := res.Objects[1]
@@ -132,7 +132,7 @@ func TestCompareModifiedMessageNamesAtMostThreePaths(t *testing.T) {
 	// key differs from the live one.
 	f := newFake(live)
 	res := newTestEngine(1).Compare(context.Background(), f, desired)
-	assert.Equal(t, "v1 ConfigMap shop/settings is Modified: data.a, data.b, data.c and 2 more", res.Message)
+	assert.Equal(t, "ConfigMap shop/settings is Modified: data.a, data.b, data.c and 2 more", res.Message)
 	assert.Len(t, res.Objects[0].Changes, 5)
 }
 
@@ -178,7 +178,7 @@ func TestCompareSecretIsRedacted(t *testing.T) {
 	assert.Equal(t, subresourcesv1alpha1.ChangeReplace, c.Op)
 	assert.JSONEq(t, `"`+r.Marker([]byte("new-hunter2"))+`"`, string(c.Desired.Raw))
 	assert.JSONEq(t, `"`+r.Marker([]byte("old-hunter1"))+`"`, string(c.Live.Raw))
-	assert.Equal(t, "v1 Secret shop/db is Modified: data.password", res.Message)
+	assert.Equal(t, "Secret shop/db is Modified: data.password", res.Message)
 
 	out, err := json.Marshal(res)
 	require.NoError(t, err)
@@ -267,7 +267,7 @@ func TestCompareErrors(t *testing.T) {
 			name:      "get forbidden",
 			getErr:    apierrors.NewForbidden(gr, "web", errors.New(`User "convoy" cannot get resource "deployments"`)),
 			reason:    ReasonForbidden,
-			inMessage: []string{"apps/v1 Deployment shop/web: ServiceAccount shop/deployer may not get it (403 Forbidden)"},
+			inMessage: []string{"Deployment.apps shop/web: ServiceAccount shop/deployer may not get it (403 Forbidden)"},
 		},
 		{
 			name:   "get forbidden, even with admission words",
@@ -371,7 +371,7 @@ func TestCompareErrors(t *testing.T) {
 
 			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
 			assert.Equal(t, tt.reason, res.Reason)
-			assert.True(t, strings.HasPrefix(res.Message, "apps/v1 Deployment shop/web: "), res.Message)
+			assert.True(t, strings.HasPrefix(res.Message, "Deployment.apps shop/web: "), res.Message)
 			for _, s := range tt.inMessage {
 				assert.Contains(t, res.Message, s)
 			}
@@ -399,7 +399,7 @@ func TestCompareFirstErrorInRenderOrderWins(t *testing.T) {
 
 			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
 			assert.Equal(t, ReasonReadFailed, res.Reason)
-			assert.True(t, strings.HasPrefix(res.Message, "v1 ConfigMap shop/cm-001: "), res.Message)
+			assert.True(t, strings.HasPrefix(res.Message, "ConfigMap shop/cm-001: "), res.Message)
 			assert.False(t, f.wasCanceled(desired[1]), "an object before the failed one is not canceled")
 		})
 	}
@@ -421,7 +421,7 @@ func TestCompareCancelsObjectsAfterTheError(t *testing.T) {
 
 	assert.Less(t, time.Since(start), 10*time.Second)
 	assert.Equal(t, ReasonReadFailed, res.Reason)
-	assert.True(t, strings.HasPrefix(res.Message, "v1 ConfigMap shop/cm-000: "), res.Message)
+	assert.True(t, strings.HasPrefix(res.Message, "ConfigMap shop/cm-000: "), res.Message)
 	started := 0
 	for _, o := range desired[1:] {
 		if f.getCount(o) > 0 {
@@ -472,7 +472,7 @@ func TestCompareCallCounts(t *testing.T) {
 	res := newTestEngine(5).Compare(context.Background(), f, desired)
 
 	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
-	assert.Equal(t, "apps/v1 Deployment shop/web-01 is Modified: spec.replicas, spec.template.spec.containers[name=app].image", res.Message)
+	assert.Equal(t, "Deployment.apps shop/web-01 is Modified: spec.replicas, spec.template.spec.containers[name=app].image", res.Message)
 	for i, d := range desired {
 		assert.Equal(t, 1, f.getCount(d), d.GetName())
 		want := 1
@@ -495,7 +495,7 @@ func TestCompareCanceledByCaller(t *testing.T) {
 	res := newTestEngine(2).Compare(ctx, f, desired)
 	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
 	assert.Equal(t, ReasonCanceled, res.Reason)
-	assert.True(t, strings.HasPrefix(res.Message, "v1 ConfigMap shop/cm-000: "), res.Message)
+	assert.True(t, strings.HasPrefix(res.Message, "ConfigMap shop/cm-000: "), res.Message)
 }
 
 func TestCompareInvalidObject(t *testing.T) {
@@ -534,17 +534,18 @@ func TestCompareDoesNotModifyInputs(t *testing.T) {
 	assert.Equal(t, r0, before(dryRun))
 }
 
-func TestObjectKeyString(t *testing.T) {
+// Objects are named one way in every message: ObjectKey.Describe.
+func TestObjectKeyOf(t *testing.T) {
 	tests := []struct {
 		obj  *unstructured.Unstructured
 		want string
 	}{
-		{deployment("shop", "web", 1, "x"), "apps/v1 Deployment shop/web"},
-		{configMap("shop", "x", nil), "v1 ConfigMap shop/x"},
-		{clusterRole("view"), "rbac.authorization.k8s.io/v1 ClusterRole view"},
+		{deployment("shop", "web", 1, "x"), "Deployment.apps shop/web"},
+		{configMap("shop", "x", nil), "ConfigMap shop/x"},
+		{clusterRole("view"), "ClusterRole.rbac.authorization.k8s.io view"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, ObjectKeyString(tt.obj))
+		assert.Equal(t, tt.want, ObjectKeyOf(tt.obj).Describe())
 	}
 }
 

@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/url"
 	"strings"
-	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
 // Reasons of a Result. Callers add their own for errors found before the
@@ -97,7 +94,7 @@ func classify(s step, who string, err error) (reason, what string) {
 	if errors.As(err, &apiStatus) {
 		return classifyStatus(s, who, err, apiStatus)
 	}
-	if what := networkError(err); what != "" {
+	if what := cluster.NetworkFailure(err); what != "" {
 		return ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
 	}
 	if s == stepGet {
@@ -164,34 +161,3 @@ func isAdmissionDenial(message string) bool {
 	}
 	return false
 }
-
-// networkError names the network failure in err, or returns "".
-func networkError(err error) string {
-	var dnsErr *net.DNSError
-	switch {
-	case utilnet.IsConnectionRefused(err), errors.Is(err, syscall.ECONNREFUSED):
-		return "connection refused"
-	case utilnet.IsConnectionReset(err), errors.Is(err, syscall.ECONNRESET):
-		return "connection reset"
-	case errors.As(err, &dnsErr):
-		return "DNS lookup failed"
-	case utilnet.IsTimeout(err), errors.Is(err, syscall.ETIMEDOUT):
-		return "timeout"
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return "no route to host"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), utilnet.IsProbableEOF(err):
-		return "connection closed"
-	}
-	var netErr net.Error
-	var urlErr *url.Error
-	if errors.As(err, &netErr) || errors.As(err, &urlErr) {
-		return "network error"
-	}
-	return ""
-}
-
-// NetworkFailure names the network failure in err ("connection refused",
-// "timeout", ...), or returns "" when err is none. Callers that reach a
-// cluster before the compare (the discovery of a render) use it to report
-// ClusterUnreachable the way the compare does.
-func NetworkFailure(err error) string { return networkError(err) }

@@ -10,19 +10,30 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
-// Reasons of an Undetermined result found before the compare.
+// Reasons of the InSync condition: compare.ReasonInSync (True),
+// compare.ReasonDrifted (False) and ReasonUndetermined (Unknown), whose
+// message begins with the reason of the result (RenderFailed,
+// ClusterUnreachable, Forbidden, ...).
 const (
-	// ReasonRenderFailed: the source or the render failed.
+	// ReasonUndetermined: the check could not complete.
+	ReasonUndetermined = "Undetermined"
+	// ReasonRenderFailed: the source or the render failed; a reason of an
+	// Undetermined result found before the compare.
 	ReasonRenderFailed = "RenderFailed"
 )
+
+// maxConditionMessage is the longest message of a metav1.Condition.
+const maxConditionMessage = 32 * 1024
 
 // Report is the outcome of a check: the compare result, and the render it
 // compared when one was picked.
@@ -30,6 +41,30 @@ type Report struct {
 	*compare.Result
 	// Desired is nil when no render could be picked (RenderFailed).
 	Desired *desired.Result
+}
+
+// Condition is the InSync condition of the report: True InSync, False
+// Drifted or Unknown Undetermined, with a message that names the render it
+// compared and the first drifted or failing object. The writer sets its
+// observedGeneration and lastTransitionTime.
+func (r *Report) Condition() metav1.Condition {
+	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Message: r.Message}
+	switch r.Result.Result {
+	case subresourcesv1alpha1.DiffInSync:
+		cond.Status, cond.Reason = metav1.ConditionTrue, compare.ReasonInSync
+	case subresourcesv1alpha1.DiffDrifted:
+		cond.Status, cond.Reason = metav1.ConditionFalse, compare.ReasonDrifted
+	default:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonUndetermined
+		cond.Message = fmt.Sprintf("%s: %s", r.Reason, r.Message)
+	}
+	if r.Desired != nil {
+		cond.Message = fmt.Sprintf("render %s (%s): %s", r.Desired.Ref, r.Desired.Source, cond.Message)
+	}
+	if len(cond.Message) > maxConditionMessage {
+		cond.Message = cond.Message[:maxConditionMessage]
+	}
+	return cond
 }
 
 // Checker checks Releases for drift.
@@ -80,13 +115,18 @@ func resolveFailure(access *cluster.Access, err error) *compare.Result {
 		// An input or a stored render the identity may not read.
 		return compare.Undetermined(compare.ReasonForbidden, fmt.Sprintf("%s may not read an input of the release: %v", access.Identity, err))
 	}
+	var notAllowed *cluster.AddressNotAllowedError
+	if errors.As(err, &notAllowed) {
+		// The render's discovery is the first connection to the cluster.
+		return compare.Undetermined(cluster.ReasonAddressNotAllowed, notAllowed.Error())
+	}
 	var renderErr *render.Error
 	if !errors.As(err, &renderErr) {
 		return compare.Undetermined(ReasonRenderFailed, err.Error())
 	}
 	// Discovery of the target cluster for the render's namespaces is the
 	// first request to the cluster.
-	if what := compare.NetworkFailure(renderErr); renderErr.Reason == render.ReasonInputUnavailable && what != "" {
+	if what := cluster.NetworkFailure(renderErr); renderErr.Reason == render.ReasonInputUnavailable && what != "" {
 		return compare.Undetermined(compare.ReasonClusterUnreachable,
 			fmt.Sprintf("the cluster is unreachable (%s): %s", what, renderErr.Message))
 	}

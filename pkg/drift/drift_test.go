@@ -21,6 +21,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
@@ -71,6 +72,9 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 			wantReason: compare.ReasonForbidden, wantMessage: []string{"ServiceAccount shop/deployer may not get Secret shop/east"}},
 		{name: "cluster unreachable while rendering", inputErr: refused,
 			wantReason: compare.ReasonClusterUnreachable, wantMessage: []string{"the cluster is unreachable (connection refused)"}},
+		{name: "cluster address not allowed while rendering",
+			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: &cluster.AddressNotAllowedError{Address: "169.254.169.254:443", Why: cluster.WhyLinkLocal}}},
+			wantReason: cluster.ReasonAddressNotAllowed, wantMessage: []string{"connecting to 169.254.169.254:443 is not allowed: it is a link-local address"}},
 		{name: "input forbidden", inputErr: forbidden, wantReason: compare.ReasonForbidden,
 			wantMessage: []string{"ServiceAccount shop/deployer may not read an input of the release", "source ConfigMap shop/web-manifests may not be read",
 				`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`}},
@@ -100,6 +104,33 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 				assert.Contains(t, report.Message, m)
 			}
 			assert.Nil(t, report.Desired)
+		})
+	}
+}
+
+func TestInSyncCondition(t *testing.T) {
+	fresh := &desired.Result{Source: subresourcesv1alpha1.RenderSourceFresh, Render: &render.Render{Ref: "0123456789abcdef"}}
+	cases := []struct {
+		name        string
+		report      *Report
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
+	}{
+		{name: "in sync", report: &Report{Result: &compare.Result{Result: subresourcesv1alpha1.DiffInSync, Message: "all 2 objects are in sync"}, Desired: fresh},
+			wantStatus: metav1.ConditionTrue, wantReason: "InSync", wantMessage: "render 0123456789abcdef (Fresh): all 2 objects are in sync"},
+		{name: "drifted", report: &Report{Result: &compare.Result{Result: subresourcesv1alpha1.DiffDrifted, Message: "Deployment.apps shop/web is Modified: spec.replicas"}, Desired: fresh},
+			wantStatus: metav1.ConditionFalse, wantReason: "Drifted", wantMessage: "render 0123456789abcdef (Fresh): Deployment.apps shop/web is Modified: spec.replicas"},
+		{name: "undetermined before a render", report: &Report{Result: compare.Undetermined("RenderFailed", "SourceNotFound: x")},
+			wantStatus: metav1.ConditionUnknown, wantReason: "Undetermined", wantMessage: "RenderFailed: SourceNotFound: x"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.report.Condition()
+			assert.Equal(t, convoyv1alpha1.ConditionInSync, c.Type)
+			assert.Equal(t, tc.wantStatus, c.Status)
+			assert.Equal(t, tc.wantReason, c.Reason)
+			assert.Equal(t, tc.wantMessage, c.Message)
 		})
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -27,13 +26,6 @@ const DefaultInterval = 5 * time.Minute
 
 // observerName is who the observer's sync requests are from.
 const observerName = "convoy-observe"
-
-// Condition reasons of InSync.
-const (
-	ReasonInSync       = "InSync"
-	ReasonDrifted      = "Drifted"
-	ReasonUndetermined = "Undetermined"
-)
 
 // DriftLoop runs drift passes: it compares each Release's desired render with
 // the live objects and writes the InSync condition. In automatic mode it
@@ -130,7 +122,7 @@ func (l *DriftLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durati
 	if err != nil {
 		return interval, err
 	}
-	cond := InSyncCondition(report)
+	cond := report.Condition()
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
 	logger.V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
 	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
@@ -151,26 +143,4 @@ func Interval(release *convoyv1alpha1.Release) time.Duration {
 		return i.Duration
 	}
 	return DefaultInterval
-}
-
-// InSyncCondition is the InSync condition of a drift report.
-func InSyncCondition(report *drift.Report) metav1.Condition {
-	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Message: report.Message}
-	switch report.Result.Result {
-	case subresourcesv1alpha1.DiffInSync:
-		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonInSync
-	case subresourcesv1alpha1.DiffDrifted:
-		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonDrifted
-	default:
-		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonUndetermined
-		cond.Message = fmt.Sprintf("%s: %s", report.Reason, report.Message)
-	}
-	if report.Desired != nil {
-		cond.Message = fmt.Sprintf("render %s (%s): %s", report.Desired.Ref, report.Desired.Source, cond.Message)
-	}
-	const maxMessage = 32 * 1024
-	if len(cond.Message) > maxMessage {
-		cond.Message = cond.Message[:maxMessage]
-	}
-	return cond
 }

@@ -30,7 +30,7 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	w := NewStatusWriter(client.ConvoyV1alpha1(), recorder, clk)
 	ctx := context.Background()
-	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync, Message: "all 2 objects are in sync"}
+	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "all 2 objects are in sync"}
 
 	wrote, err := w.SetCondition(ctx, release, inSync, nil)
 	require.NoError(t, err)
@@ -71,7 +71,7 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 func TestStatusWriterStartsFromTheServer(t *testing.T) {
 	// After a restart, the conditions on the Release are the truth: an
 	// unchanged condition is not written again.
-	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync,
+	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync",
 		Message: "ok", ObservedGeneration: 3, LastTransitionTime: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	release := &convoyv1alpha1.Release{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 3},
@@ -80,7 +80,7 @@ func TestStatusWriterStartsFromTheServer(t *testing.T) {
 	client := fake.NewClientset(release)
 	w := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(1), clocktesting.NewFakePassiveClock(time.Now()))
 	wrote, err := w.SetCondition(context.Background(), release, metav1.Condition{
-		Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: ReasonInSync, Message: "ok"}, nil)
+		Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "ok"}, nil)
 	require.NoError(t, err)
 	assert.False(t, wrote)
 }

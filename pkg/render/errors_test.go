@@ -244,7 +244,7 @@ func TestRenderErrors(t *testing.T) {
 				s.Mutations = []convoyv1alpha1.Mutation{{JSONPatch: []convoyv1alpha1.JSONPatchOperation{{Op: "remove", Path: "/spec"}}}}
 			}),
 			reason:  ReasonMutationFailed,
-			message: []string{"mutation 0 (jsonPatch) on apps/v1 Deployment demo/web"},
+			message: []string{"mutation 0 (jsonPatch) on Deployment.apps demo/web"},
 		},
 		{
 			name: "chart",

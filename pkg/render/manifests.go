@@ -16,6 +16,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
 
 // isManifestKey tells whether a ConfigMap key or chart file holds manifests.
@@ -168,13 +170,21 @@ func validateObject(u *unstructured.Unstructured) error {
 	return nil
 }
 
-// describe names an object in messages: "apps/v1 Deployment demo/web".
+// describe names an object with its apiVersion, "apps/v1 Deployment
+// demo/web", where two versions of one object must be told apart (the
+// duplicate of New). Every other message names an object with
+// ObjectKey.Describe (see keyOf).
 func describe(u *unstructured.Unstructured) string {
 	name := u.GetName()
 	if ns := u.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
 	return u.GetAPIVersion() + " " + u.GetKind() + " " + name
+}
+
+// keyOf is the key of u, which names it in messages (ObjectKey.Describe).
+func keyOf(u *unstructured.Unstructured) convoyv1alpha1.ObjectKey {
+	return convoyv1alpha1.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
 func jsonType(v any) string {

@@ -74,7 +74,7 @@ func mutate(i int, m convoyv1alpha1.Mutation, objs []*unstructured.Unstructured)
 			u.SetAnnotations(merged(u.GetAnnotations(), m.Annotations))
 		}
 		if err != nil {
-			return errorf(ReasonMutationFailed, err, "mutation %d (%s) on %s", i, kind, describe(u))
+			return errorf(ReasonMutationFailed, err, "mutation %d (%s) on %s", i, kind, keyOf(u).Describe())
 		}
 	}
 	return nil

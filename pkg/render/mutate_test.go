@@ -194,7 +194,7 @@ func TestMutationErrors(t *testing.T) {
 				Target:    convoyv1alpha1.MutationTarget{Kind: "Deployment", Name: "web"},
 				JSONPatch: []convoyv1alpha1.JSONPatchOperation{{Op: "remove", Path: "/spec/paused"}},
 			},
-			message: []string{"mutation 1 (jsonPatch) on apps/v1 Deployment demo/web: JSON patch:"},
+			message: []string{"mutation 1 (jsonPatch) on Deployment.apps demo/web: JSON patch:"},
 		},
 		{
 			name: "JSON patch test fails",
@@ -202,7 +202,7 @@ func TestMutationErrors(t *testing.T) {
 				Target:    convoyv1alpha1.MutationTarget{Kind: "Widget"},
 				JSONPatch: []convoyv1alpha1.JSONPatchOperation{{Op: "test", Path: "/spec/size", Value: rawJSON(`2`)}},
 			},
-			message: []string{"mutation 1 (jsonPatch) on example.com/v1 Widget demo/w"},
+			message: []string{"mutation 1 (jsonPatch) on Widget.example.com demo/w"},
 		},
 		{
 			name: "patch removes the name",
@@ -210,7 +210,7 @@ func TestMutationErrors(t *testing.T) {
 				Target: convoyv1alpha1.MutationTarget{Kind: "Widget"},
 				Patch:  rawJSON(`{"metadata":{"name":null}}`),
 			},
-			message: []string{"mutation 1 (patch) on example.com/v1 Widget demo/w: patched object:", "has no metadata.name"},
+			message: []string{"mutation 1 (patch) on Widget.example.com demo/w: patched object:", "has no metadata.name"},
 		},
 		{
 			name: "strategic merge patch that is not an object",
@@ -218,7 +218,7 @@ func TestMutationErrors(t *testing.T) {
 				Target: convoyv1alpha1.MutationTarget{Kind: "Deployment", Name: "web"},
 				Patch:  rawJSON(`["not", "an", "object"]`),
 			},
-			message: []string{"mutation 1 (patch) on apps/v1 Deployment demo/web: strategic merge patch:"},
+			message: []string{"mutation 1 (patch) on Deployment.apps demo/web: strategic merge patch:"},
 		},
 		{
 			name: "invalid labelSelector",

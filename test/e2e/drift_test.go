@@ -133,7 +133,7 @@ func TestDriftScaledDeployment(t *testing.T) {
 
 	mustKubectl(t, "", "", "scale", "deployment", "web", "-n", ns, "--replicas=5")
 	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
-	assert.Contains(t, cond.Message, "apps/v1 Deployment "+ns+"/web")
+	assert.Contains(t, cond.Message, "Deployment.apps "+ns+"/web")
 	assert.Contains(t, cond.Message, "spec.replicas")
 
 	d := getDiff(t, ns, "web", "")

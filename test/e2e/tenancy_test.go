@@ -110,7 +110,7 @@ func TestTenancyReleaseActsAsItsServiceAccount(t *testing.T) {
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: peek-%s, namespace: kube-system}\ndata: {token: mine}\n", ns)},
 		actingAs("deployer"))
 	assertUndetermined(t, ns, "peek", "Forbidden",
-		"v1 ConfigMap kube-system/peek-"+ns, "ServiceAccount "+ns+"/deployer may not get it",
+		"ConfigMap kube-system/peek-"+ns, "ServiceAccount "+ns+"/deployer may not get it",
 		`"system:serviceaccount:`+ns+`:deployer" cannot get resource "configmaps"`)
 	assertNowhere(t, ns, "peek", value)
 	// It never stalls the others: the first Release is still checked.
@@ -173,7 +173,7 @@ spec:
 	assert.Equal(t, "the token is readable", mine.Message, "the rule prints fields of what the ServiceAccount may read")
 	theirs := entryStatus(t, ns, "web", "ConfigMap", "theirs-"+ns)
 	assert.Equal(t, convoyv1alpha1.HealthUnknown, theirs.State)
-	assert.Contains(t, theirs.Message, "ServiceAccount "+ns+"/deployer may not get configmaps kube-system/theirs-"+ns)
+	assert.Contains(t, theirs.Message, "ServiceAccount "+ns+"/deployer may not get ConfigMap kube-system/theirs-"+ns)
 	assert.Contains(t, theirs.Message, `cannot get resource "configmaps"`)
 	assertNowhere(t, ns, "web", value)
 }

@@ -77,7 +77,7 @@ spec:
 	t.Cleanup(func() {
 		kubectl(t, "", "", "delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", ns)
 	})
-	assertUndetermined(t, ns, "web", "DryRunRejected", "v1 ConfigMap "+ns+"/settings", "blue is not allowed here")
+	assertUndetermined(t, ns, "web", "DryRunRejected", "ConfigMap "+ns+"/settings", "blue is not allowed here")
 
 	// The server keeps serving: another Release is checked as before.
 	ns2 := newNamespace(t)

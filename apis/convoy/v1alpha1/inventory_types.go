@@ -48,6 +48,22 @@ type ObjectKey struct {
 	Name string `json:"name"`
 }
 
+// Describe names the object for a person, the one way every message of
+// convoy names an object: kubectl's KIND.GROUP (the group left out for the
+// core group), then NAMESPACE/NAME, or NAME for a cluster-scoped object:
+// "Deployment.apps shop/web", "ConfigMap shop/settings",
+// "ClusterRole.rbac.authorization.k8s.io view".
+func (k ObjectKey) Describe() string {
+	kind := k.Kind
+	if k.Group != "" {
+		kind += "." + k.Group
+	}
+	if k.Namespace == "" {
+		return kind + " " + k.Name
+	}
+	return kind + " " + k.Namespace + "/" + k.Name
+}
+
 // InventoryEntry is one object the controller applied.
 type InventoryEntry struct {
 	ObjectKey `json:",inline"`

@@ -11,13 +11,14 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
 // Status reasons of a request whose Release cannot be resolved.
 const (
 	// ReasonRenderFailed: the Release cannot be rendered.
-	ReasonRenderFailed metav1.StatusReason = "RenderFailed"
+	ReasonRenderFailed = metav1.StatusReason(drift.ReasonRenderFailed)
 	// ReasonIdentityForbidden: the identity the Release acts as may not read
 	// one of its inputs, its render store or the Secret of its Cluster. Not
 	// "Forbidden", which would say that the user asking may not.
