@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
 
@@ -80,32 +83,20 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
-// benchPass is the inventory of one Release for the benchmark of a pass.
-type benchPass struct {
-	entries   []convoyv1alpha1.InventoryEntry
-	apiVer    []string
-	resources []string
-	objects   []map[string]any
-	prev      []*convoyv1alpha1.InventoryEntryStatus
-}
-
 // inventory1000 is 600 Deployments (one in ten with 1 of 3 replicas
 // available), 200 Services (half LoadBalancer, a quarter of those without an
-// address) and 200 ConfigMaps, which no default rule applies to.
-func inventory1000() *benchPass {
-	p := &benchPass{}
-	add := func(group, version, kind, resource, name string, obj map[string]any) {
-		p.entries = append(p.entries, convoyv1alpha1.InventoryEntry{
-			ObjectKey: convoyv1alpha1.ObjectKey{Group: group, Kind: kind, Namespace: "shop", Name: name},
-			Version:   version, RenderRef: renderA,
-		})
-		apiVersion := version
-		if group != "" {
-			apiVersion = group + "/" + version
+// address) and 200 ConfigMaps, which no default rule applies to, with the
+// Reader that serves them.
+func inventory1000() (*convoyv1alpha1.ReleaseInventory, *memReader) {
+	inv := &convoyv1alpha1.ReleaseInventory{}
+	reader := newMemReader()
+	reader.resources[schema.GroupVersionKind{Version: "v1", Kind: "Service"}] = "services"
+	add := func(group, version, kind, name string, obj map[string]any) {
+		key := convoyv1alpha1.ObjectKey{Group: group, Kind: kind, Namespace: "shop", Name: name}
+		inv.Spec.Entries = append(inv.Spec.Entries, convoyv1alpha1.InventoryEntry{ObjectKey: key, Version: version, RenderRef: renderA})
+		if obj != nil {
+			reader.objects[key] = obj
 		}
-		p.apiVer = append(p.apiVer, apiVersion)
-		p.resources = append(p.resources, resource)
-		p.objects = append(p.objects, obj)
 	}
 	for i := range 600 {
 		available := int64(3)
@@ -113,7 +104,7 @@ func inventory1000() *benchPass {
 			available = 1
 		}
 		name := fmt.Sprintf("web-%03d", i)
-		add("apps", "v1", "Deployment", "deployments", name, deploymentObject(name, 3, available))
+		add("apps", "v1", "Deployment", name, deploymentObject(name, 3, available))
 	}
 	for i := range 200 {
 		name := fmt.Sprintf("svc-%03d", i)
@@ -121,43 +112,30 @@ func inventory1000() *benchPass {
 		if i%2 == 0 {
 			typ = "LoadBalancer"
 		}
-		add("", "v1", "Service", "services", name, serviceObject(name, typ, i%8 != 0))
+		add("", "v1", "Service", name, serviceObject(name, typ, i%8 != 0))
 	}
 	for i := range 200 {
-		add("", "v1", "ConfigMap", "configmaps", fmt.Sprintf("cm-%03d", i), nil)
+		add("", "v1", "ConfigMap", fmt.Sprintf("cm-%03d", i), nil)
 	}
-	p.prev = make([]*convoyv1alpha1.InventoryEntryStatus, len(p.entries))
-	return p
+	return inv, reader
 }
 
-// run is one health pass: rules for each entry, evaluation (no read when no
-// rule applies), the next state, the summary.
-func (p *benchPass) run(ctx context.Context, rules *Rules, deadline *time.Duration, now time.Time, out []convoyv1alpha1.InventoryEntryStatus) convoyv1alpha1.HealthSummary {
-	for i, e := range p.entries {
-		applying := rules.For(p.apiVer[i], p.resources[i])
-		var obj map[string]any
-		if NeedsRead(applying) {
-			obj = p.objects[i] // the GET of the health loop
-		}
-		out[i] = Assess(p.prev[i], e, Evaluate(ctx, applying, obj), nil, deadline, now)
-	}
-	return Summarize(out)
-}
-
-// BenchmarkAssess1000 measures one health pass over 1,000 inventory entries
-// with the default rule sets. "cached" asks the compiler for the rules on
-// every pass, as the loop does, and gets the programs compiled before the
-// timer (no compilation happens: checked); "compile-every-pass" compiles
-// the rule sets on every pass, to show what the cache saves.
-func BenchmarkAssess1000(b *testing.B) {
+// BenchmarkPass1000 measures one health pass (Pass) over 1,000 inventory
+// entries with the default rule sets, reading from memory: rule lookup,
+// evaluation (no read when no rule applies), the next states, the summary,
+// the condition and the sync reasons. "cached" asks the compiler for the
+// rules on every pass, as the loop does, and gets the programs compiled
+// before the timer (no compilation happens: checked); "compile-every-pass"
+// compiles the rule sets on every pass, to show what the cache saves.
+func BenchmarkPass1000(b *testing.B) {
 	sets := defaultSelection(b)
-	p := inventory1000()
+	inv, reader := inventory1000()
 	ctx := context.Background()
-	deadline := dur(time.Minute)
-	out := make([]convoyv1alpha1.InventoryEntryStatus, len(p.entries))
-	check := func(b *testing.B, s convoyv1alpha1.HealthSummary) {
-		if s.Total != 1000 || s.Healthy != 1000-60-25 || s.Progressing != 60+25 {
-			b.Fatalf("unexpected summary %+v", s)
+	release := &convoyv1alpha1.Release{Spec: convoyv1alpha1.ReleaseSpec{HealthAssessment: &convoyv1alpha1.HealthAssessment{
+		Deadline: &metav1.Duration{Duration: time.Minute}}}}
+	check := func(b *testing.B, out Outcome) {
+		if s := out.Summary; s == nil || s.Total != 1000 || s.Healthy != 1000-60-25 || s.Progressing != 60+25 {
+			b.Fatalf("unexpected outcome %+v: %s", out.Summary, out.Condition.Message)
 		}
 	}
 	// The statuses of the pass before.
@@ -166,35 +144,29 @@ func BenchmarkAssess1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	check(b, p.run(ctx, rules, deadline, t0, out))
-	for i := range out {
-		p.prev[i] = out[i].DeepCopy()
-	}
+	out := Pass(ctx, Input{Release: release, Inventory: inv, Rules: rules, Reader: reader, Now: t0})
+	check(b, out)
+	inv.Status.Entries = out.Entries
 
-	b.Run("cached", func(b *testing.B) {
-		compiled := warm.compilations.Load()
+	run := func(b *testing.B, compiler func() *Compiler) {
 		b.ReportAllocs()
 		for b.Loop() {
-			rules, err := warm.Compile(sets)
+			rules, err := compiler().Compile(sets)
 			if err != nil {
 				b.Fatal(err)
 			}
-			check(b, p.run(ctx, rules, deadline, at(10*time.Second), out))
+			check(b, Pass(ctx, Input{Release: release, Inventory: inv, Rules: rules, Reader: reader, Now: at(10 * time.Second)}))
 		}
+		b.ReportMetric(float64(b.N*len(inv.Spec.Entries))/b.Elapsed().Seconds(), "entries/s")
+	}
+	b.Run("cached", func(b *testing.B) {
+		compiled := warm.compilations.Load()
+		run(b, func() *Compiler { return warm })
 		if warm.compilations.Load() != compiled {
 			b.Fatalf("compiled %d rule sets during the passes", warm.compilations.Load()-compiled)
 		}
-		b.ReportMetric(float64(b.N*len(p.entries))/b.Elapsed().Seconds(), "entries/s")
 	})
 	b.Run("compile-every-pass", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			rules, err := NewCompiler(0).Compile(sets)
-			if err != nil {
-				b.Fatal(err)
-			}
-			check(b, p.run(ctx, rules, deadline, at(10*time.Second), out))
-		}
-		b.ReportMetric(float64(b.N*len(p.entries))/b.Elapsed().Seconds(), "entries/s")
+		run(b, func() *Compiler { return NewCompiler(0) })
 	})
 }

@@ -174,6 +174,16 @@ func (r *Rules) For(apiVersion, resource string) []*CompiledRule {
 	return out
 }
 
+// ForAPIVersion returns the rules whose apiVersion is apiVersion, whatever
+// their resources: nil tells that no rule can apply to an object of that
+// apiVersion, without looking up its resource.
+func (r *Rules) ForAPIVersion(apiVersion string) []*CompiledRule {
+	if r == nil {
+		return nil
+	}
+	return r.byAPIVersion[apiVersion]
+}
+
 // Compile returns the compiled rules of sets, compiling each set whose
 // generation it has not compiled yet. A rule that does not compile makes
 // the whole call fail with an *Error of Reason ReasonRuleInvalid that names
@@ -254,7 +264,10 @@ func (c *Compiler) compileRule(e *cel.Env, set RuleSet, index int, rule convoyv1
 	if rule.APIVersion == "" || len(rule.Resources) == 0 {
 		return nil, fmt.Errorf("%s: apiVersion and resources must be set", name)
 	}
-	program, cost, err := c.program(e, rule.Expression, cel.BoolType)
+	// The expression may have any type: "a rule that does not return a bool
+	// is also an evaluation error" (the Health page), so a rule typed int
+	// makes its resources Unknown (Evaluate), not the Release Cannot assess.
+	program, cost, err := c.program(e, rule.Expression, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: expression %w", name, err)
 	}
@@ -267,15 +280,16 @@ func (c *Compiler) compileRule(e *cel.Env, set RuleSet, index int, rule convoyv1
 	return out, nil
 }
 
-// program compiles expression, which must type-check to want or dyn, checks
-// its estimated cost and plans its program with the cost limit.
+// program compiles expression, which must type-check to want or dyn (any
+// type when want is nil), checks its estimated cost and plans its program
+// with the cost limit.
 func (c *Compiler) program(e *cel.Env, expression string, want *cel.Type) (cel.Program, checker.CostEstimate, error) {
 	var cost checker.CostEstimate
 	ast, issues := e.Compile(expression)
 	if issues.Err() != nil {
 		return nil, cost, fmt.Errorf("does not compile: %w", issues.Err())
 	}
-	if out := ast.OutputType(); !out.IsExactType(want) && !out.IsExactType(cel.DynType) {
+	if out := ast.OutputType(); want != nil && !out.IsExactType(want) && !out.IsExactType(cel.DynType) {
 		return nil, cost, fmt.Errorf("must return a %s, not %s", want, out)
 	}
 	cost, err := e.EstimateCost(ast, &library.CostEstimator{SizeEstimator: objectSizes{}})

@@ -8,8 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -51,20 +49,14 @@ func TestCompileInvalidRules(t *testing.T) {
 			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression does not compile", "undeclared reference to 'self'"}},
 		{name: "unknown function", rules: []convoyv1alpha1.HealthRule{rule("object.spec.replicas.frobnicate()")},
 			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression does not compile", "frobnicate"}},
-		{name: "expression typed int", rules: []convoyv1alpha1.HealthRule{rule("size(object.spec) + 1")},
-			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression must return a bool, not int"}},
-		{name: "expression typed string", rules: []convoyv1alpha1.HealthRule{rule("'healthy'")},
-			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression must return a bool, not string"}},
-		{name: "expression typed optional", rules: []convoyv1alpha1.HealthRule{rule("object.?spec.?paused")},
-			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression must return a bool, not optional_type(dyn)"}},
 		{name: "messageExpression typed int", rules: []convoyv1alpha1.HealthRule{withMessage(rule("true"), "size(object.spec)")},
 			messages: []string{"rule 0 of HealthRuleSet shop/bad: messageExpression must return a string, not int"}},
 		{name: "messageExpression does not compile", rules: []convoyv1alpha1.HealthRule{withMessage(rule("true"), "'a' +")},
 			messages: []string{"rule 0 of HealthRuleSet shop/bad: messageExpression does not compile"}},
 		{name: "no apiVersion", rules: []convoyv1alpha1.HealthRule{{Resources: []string{"*"}, Expression: "true"}},
 			messages: []string{"rule 0 of HealthRuleSet shop/bad: apiVersion and resources must be set"}},
-		{name: "every bad rule is named", rules: []convoyv1alpha1.HealthRule{rule("1"), rule("true"), rule("x")},
-			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression must return a bool, not int",
+		{name: "every bad rule is named", rules: []convoyv1alpha1.HealthRule{rule("object.("), rule("true"), rule("x")},
+			messages: []string{"rule 0 of HealthRuleSet shop/bad: expression does not compile",
 				"; rule 2 of HealthRuleSet shop/bad: expression does not compile"}},
 	}
 	for _, tc := range tests {
@@ -78,6 +70,24 @@ func TestCompileInvalidRules(t *testing.T) {
 			}
 			assert.NotNil(t, errors.Unwrap(err), "the CEL error is wrapped")
 		})
+	}
+}
+
+// A rule that does not return a bool compiles, whatever its type; its
+// evaluation is an error, which makes the resource Unknown (the Health
+// page), not the Release Cannot assess.
+func TestRulesOfOtherTypesCompileAndFailToEvaluate(t *testing.T) {
+	for expression, typ := range map[string]string{
+		"size(object.spec) + 1": "int",
+		"'healthy'":             "string",
+		"object.?spec.?paused":  "optional_type",
+	} {
+		rules, err := NewCompiler(0).Compile([]RuleSet{set("typed", 1, rule(expression))})
+		require.NoError(t, err, expression)
+		v := Evaluate(t.Context(), rules.All(), map[string]any{"spec": map[string]any{"paused": true}})
+		assert.Equal(t, ResultError, v.Result, expression)
+		assert.Contains(t, v.Message, "rule 0 of HealthRuleSet shop/typed returned "+typ, expression)
+		assert.Contains(t, v.Message, "not a bool", expression)
 	}
 }
 
@@ -243,23 +253,4 @@ func TestRulesFor(t *testing.T) {
 	empty, err := NewCompiler(0).Compile(nil)
 	require.NoError(t, err)
 	assert.Nil(t, empty.For("apps/v1", "deployments"))
-}
-
-func TestResource(t *testing.T) {
-	m := builtinMapper()
-	for gvk, want := range map[schema.GroupVersionKind]string{
-		{Group: "apps", Version: "v1", Kind: "Deployment"}:                               "deployments",
-		{Version: "v1", Kind: "PersistentVolumeClaim"}:                                   "persistentvolumeclaims",
-		{Version: "v1", Kind: "Service"}:                                                 "services",
-		{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}: "customresourcedefinitions",
-		{Group: "apiregistration.k8s.io", Version: "v1", Kind: "APIService"}:             "apiservices",
-	} {
-		got, err := Resource(m, gvk)
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-	}
-	_, err := Resource(m, schema.GroupVersionKind{Group: "shop.example", Version: "v1", Kind: "Widget"})
-	require.Error(t, err)
-	assert.True(t, meta.IsNoMatchError(err), "the mapper's error is wrapped: %v", err)
-	assert.Contains(t, err.Error(), "finding the resource of shop.example/v1, Kind=Widget")
 }

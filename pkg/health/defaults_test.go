@@ -755,6 +755,6 @@ func TestDefaultRulesDoNotApplyElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rules.For("v1", "configmaps"))
 	assert.Empty(t, rules.For("apps/v1beta1", "deployments"))
-	assert.False(t, NeedsRead(rules.For("v1", "configmaps")))
-	assert.True(t, NeedsRead(rules.For("apps/v1", "deployments")))
+	assert.Empty(t, rules.ForAPIVersion("v1beta1"), "no object of that apiVersion is looked up")
+	assert.NotEmpty(t, rules.For("apps/v1", "deployments"))
 }

@@ -37,11 +37,6 @@ type Verdict struct {
 // MessageNoRule is the message of the verdict on an object no rule applies to.
 const MessageNoRule = "no health rule applies"
 
-// NeedsRead reports whether the object must be read from the cluster to be
-// assessed: only when a rule applies. Without one it is Healthy, and
-// Evaluate(ctx, nil, nil) gives its verdict.
-func NeedsRead(rules []*CompiledRule) bool { return len(rules) > 0 }
-
 // activation binds the variable object.
 type activation struct{ object map[string]any }
 

@@ -103,7 +103,7 @@ func gvkOf(obj map[string]any) schema.GroupVersionKind {
 func rulesFor(t testing.TB, rules *Rules, obj map[string]any) []*CompiledRule {
 	t.Helper()
 	gvk := gvkOf(obj)
-	resource, err := Resource(builtinMapper(), gvk)
+	mapping, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	require.NoError(t, err)
-	return rules.For(gvk.GroupVersion().String(), resource)
+	return rules.For(gvk.GroupVersion().String(), mapping.Resource.Resource)
 }

@@ -137,7 +137,7 @@ func HealthyCondition(states []convoyv1alpha1.InventoryEntryStatus) metav1.Condi
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s; %s is %s", counts, Describe(first.ObjectKey), worst)
+	fmt.Fprintf(&b, "%s; %s is %s", counts, first.Describe(), worst)
 	if first.Message != "" {
 		b.WriteString(": " + first.Message)
 	}
@@ -164,15 +164,18 @@ func NotConfiguredCondition() metav1.Condition {
 
 // PendingCondition is the Healthy condition of a Release while its inventory
 // is not all at renderRef, the current render (status.lastAttempted):
-// atRender of total entries are. The health of the previous render does not
-// count.
+// atRender of total entries are (no inventory yet: total is 0). The health
+// of the previous render does not count.
 func PendingCondition(renderRef string, atRender, total int) metav1.Condition {
+	msg := fmt.Sprintf("waiting for render %s to be applied: %d of %d resources applied with it", renderRef, atRender, total)
+	if total == 0 {
+		msg = fmt.Sprintf("waiting for render %s to be applied: no inventory yet", renderRef)
+	}
 	return metav1.Condition{
-		Type:   convoyv1alpha1.ConditionHealthy,
-		Status: metav1.ConditionUnknown,
-		Reason: ReasonPending,
-		Message: fmt.Sprintf("waiting for render %s to be applied: %d of %d resources applied with it",
-			renderRef, atRender, total),
+		Type:    convoyv1alpha1.ConditionHealthy,
+		Status:  metav1.ConditionUnknown,
+		Reason:  ReasonPending,
+		Message: msg,
 	}
 }
 
@@ -191,17 +194,4 @@ func CannotAssessCondition(cause error) metav1.Condition {
 		Reason:  ReasonCannotAssess,
 		Message: truncate(msg, maxConditionMessageLength),
 	}
-}
-
-// Describe names an object for a person: "Deployment.apps shop/web",
-// "ConfigMap shop/settings", "ClusterRole.rbac.authorization.k8s.io view".
-func Describe(key convoyv1alpha1.ObjectKey) string {
-	kind := key.Kind
-	if key.Group != "" {
-		kind += "." + key.Group
-	}
-	if key.Namespace == "" {
-		return kind + " " + key.Name
-	}
-	return kind + " " + key.Namespace + "/" + key.Name
 }

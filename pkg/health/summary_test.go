@@ -124,9 +124,3 @@ func TestOtherConditions(t *testing.T) {
 	assert.Equal(t, "cannot assess health: the cluster is unreachable (connection refused)",
 		CannotAssessCondition(errors.New("the cluster is unreachable (connection refused)")).Message)
 }
-
-func TestDescribe(t *testing.T) {
-	assert.Equal(t, "Deployment.apps shop/web", Describe(convoyv1alpha1.ObjectKey{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"}))
-	assert.Equal(t, "ConfigMap shop/settings", Describe(convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "settings"}))
-	assert.Equal(t, "Namespace shop", Describe(convoyv1alpha1.ObjectKey{Kind: "Namespace", Name: "shop"}))
-}

@@ -338,7 +338,7 @@ spec:
 			return err
 		}
 		for _, e := range events.Items {
-			if e.Reason == "SyncRequested" && strings.Contains(e.Note, "hook Job "+ns+"/migrate succeeded") {
+			if e.Reason == "SyncRequested" && strings.Contains(e.Note, "hook Job.batch "+ns+"/migrate succeeded") {
 				return nil
 			}
 		}

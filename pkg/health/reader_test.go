@@ -1,0 +1,88 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+)
+
+type fakeTargets struct {
+	access *cluster.Access
+	err    error
+	calls  int
+}
+
+func (f *fakeTargets) ForRelease(context.Context, *convoyv1alpha1.Release) (*cluster.Access, error) {
+	f.calls++
+	return f.access, f.err
+}
+
+func TestClusterReader(t *testing.T) {
+	ctx := context.Background()
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+	t.Run("a cluster that cannot be had concerns the whole Release", func(t *testing.T) {
+		targets := &fakeTargets{err: &cluster.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"}}
+		r := NewClusterReader(targets, release)
+		_, err := r.Resource(ctx, deployments.GroupVersion().WithKind("Deployment"))
+		var cannot *CannotAssessError
+		require.ErrorAs(t, err, &cannot)
+		_, err = r.Get(ctx, deployments, webEntry)
+		require.ErrorAs(t, err, &cannot)
+		assert.Equal(t, 1, targets.calls, "the Access is asked for once per pass")
+	})
+
+	t.Run("reads as the identity and names it on a refusal", func(t *testing.T) {
+		mapper := meta.NewDefaultRESTMapper(nil)
+		mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+		web := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"namespace": "shop", "name": "web"}}}
+		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+			map[schema.GroupVersionResource]string{deployments: "DeploymentList"}, web)
+		dyn.PrependReactor("get", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			if a.(clienttesting.GetAction).GetName() == "secret" {
+				return true, nil, apierrors.NewForbidden(deployments.GroupResource(), "secret", errors.New("no"))
+			}
+			return false, nil, nil
+		})
+		targets := &fakeTargets{access: &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "deployer"},
+			Target: &cluster.Target{Dynamic: dyn}}}
+		r := NewClusterReader(targets, release)
+		gvr, err := r.resourceOf(mapper, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+		require.NoError(t, err)
+		assert.Equal(t, deployments, gvr)
+		_, err = r.resourceOf(mapper, schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+		assert.True(t, meta.IsNoMatchError(err), "an unknown kind keeps the mapper's error: %v", err)
+
+		obj, err := r.Get(ctx, deployments, webEntry)
+		require.NoError(t, err)
+		assert.Equal(t, "web", obj.GetName())
+
+		secret := webEntry
+		secret.Name = "secret"
+		_, err = r.Get(ctx, deployments, secret)
+		assert.ErrorContains(t, err, "ServiceAccount shop/deployer may not get Deployment.apps shop/secret")
+		assert.True(t, apierrors.IsForbidden(err))
+
+		gone := webEntry
+		gone.Name = "gone"
+		_, err = r.Get(ctx, deployments, gone)
+		assert.ErrorIs(t, err, ErrNotFound)
+		assert.ErrorContains(t, err, "Deployment.apps shop/gone is not on the cluster")
+	})
+}
