@@ -1,26 +1,63 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
 	generatedopenapi "github.com/kumodo/convoy-apiserver/pkg/generated/openapi"
+	"github.com/kumodo/convoy-apiserver/pkg/health"
+	"github.com/kumodo/convoy-apiserver/pkg/observer"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
+	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 // Name is the name of the server in logs, OpenAPI and health checks.
 const Name = "convoy-apiserver"
 
-// ExtraConfig holds the engines the REST storage serves.
+// ExtraConfig is what convoy-apiserver needs beside the generic server: the
+// cluster that holds the Releases, and the settings of the engines and loops.
 type ExtraConfig struct {
-	Engines release.Engines
+	// KubeConfig is the cluster convoy-apiserver runs in, with its own
+	// credentials: its own objects are read and written with it, and the
+	// identities of Releases are impersonated over it.
+	KubeConfig *rest.Config
+	// Target are the client settings of the target clusters.
+	Target cluster.Options
+	// Resync is the resync period of the observer's informers.
+	Resync time.Duration
+	// DriftWorkers and HealthWorkers are how many Releases each loop passes
+	// at once; CompareWorkers, how many objects of one Release are compared
+	// at once.
+	DriftWorkers, CompareWorkers, HealthWorkers int
+	// CELCostLimit bounds the cost of one evaluation of a health rule.
+	CELCostLimit uint64
+	// LeaderElection elects the replica that runs the loops.
+	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 }
 
-// Config is the configuration of convoy-apiserver.
+// Config is the configuration of convoy-apiserver: options turn flags into
+// it (cmd/convoy-apiserver/app), Complete().New() builds the server.
 type Config struct {
 	Generic *genericapiserver.Config
 	Extra   ExtraConfig
@@ -40,24 +77,100 @@ func NewConfig() *Config {
 	return &Config{Generic: generic}
 }
 
-// Server is a running convoy-apiserver.
-type Server struct {
-	GenericAPIServer *genericapiserver.GenericAPIServer
+// CompletedConfig is a Config with its defaults filled in.
+type CompletedConfig struct {
+	generic genericapiserver.CompletedConfig
+	extra   ExtraConfig
 }
 
-// New builds the server and installs subresources.convoy.kumodo.io/v1alpha1.
-func (c *Config) New() (*Server, error) {
-	if e := c.Extra.Engines; e.Releases == nil || e.Inventories == nil || e.Targets == nil || e.Checker == nil || e.Redactor == nil || e.Requester == nil {
-		return nil, fmt.Errorf("every engine of the REST storage is required")
+// Complete fills in what the Config leaves open.
+func (c *Config) Complete() CompletedConfig {
+	return CompletedConfig{generic: c.Generic.Complete(nil), extra: c.Extra}
+}
+
+// Server is a convoy-apiserver: the generic API server with the group
+// installed, and the observer it starts after it serves.
+type Server struct {
+	GenericAPIServer *genericapiserver.GenericAPIServer
+	Observer         *observer.Observer
+}
+
+// New wires convoy-apiserver: the clients of its own cluster, the engines
+// (target clusters, compare, drift check, sync requester), the REST storage
+// of subresources.convoy.kumodo.io on them, and the observer's loops on the
+// same engines, started by a post-start hook; its readyz check "observer"
+// fails while this replica leads but its loops are not running.
+func (c CompletedConfig) New() (*Server, error) {
+	x := c.extra
+	if x.KubeConfig == nil {
+		return nil, fmt.Errorf("ExtraConfig.KubeConfig is required")
 	}
-	generic, err := c.Generic.Complete(nil).New(Name, genericapiserver.NewEmptyDelegate())
+	kube, err := kubernetes.NewForConfig(x.KubeConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	convoy, err := convoyclient.NewForConfig(x.KubeConfig)
+	if err != nil {
+		return nil, fmt.Errorf("creating the convoy client: %w", err)
+	}
+	targets, err := cluster.NewProvider(x.KubeConfig, convoy.ConvoyV1alpha1(), x.Target)
+	if err != nil {
+		return nil, fmt.Errorf("creating the target cluster clients: %w", err)
+	}
+
+	generic, err := c.generic.New(Name, genericapiserver.NewEmptyDelegate())
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	eventsCtx, stopEvents := context.WithCancel(context.Background())
+	broadcaster.StartRecordingToSink(eventsCtx.Done())
+	generic.AddPreShutdownHookOrDie("stop-events", func() error { stopEvents(); return nil })
+	hostname, _ := os.Hostname()
+	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, Name+"/"+hostname)
+
+	observer.RegisterMetrics()
+	cluster.RegisterMetrics()
+	redactor := redact.New()
+	checker := drift.NewChecker(targets, compare.NewEngine(redactor, x.CompareWorkers))
+	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
-	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(c.Extra.Engines)
+	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
+		Releases:    convoy.ConvoyV1alpha1(),
+		Inventories: convoy.ConvoyV1alpha1(),
+		Targets:     targets,
+		Checker:     checker,
+		Redactor:    redactor,
+		Requester:   requester,
+	})
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing API group %s: %w", subresourcesv1alpha1.GroupName, err)
 	}
-	return &Server{GenericAPIServer: generic}, nil
+
+	obs := observer.New(observer.Config{
+		Convoy:         convoy,
+		Kube:           kube,
+		Checker:        checker,
+		Targets:        targets,
+		Requester:      requester,
+		Recorder:       recorder,
+		Compiler:       health.NewCompiler(x.CELCostLimit),
+		Clock:          clock.RealClock{},
+		Resync:         x.Resync,
+		DriftWorkers:   x.DriftWorkers,
+		HealthWorkers:  x.HealthWorkers,
+		LeaderElection: x.LeaderElection,
+	})
+	if err := generic.AddReadyzChecks(healthz.NamedCheck("observer", func(*http.Request) error { return obs.Ready() })); err != nil {
+		return nil, fmt.Errorf("adding the observer's readyz check: %w", err)
+	}
+	generic.AddPostStartHookOrDie("start-observer", func(hook genericapiserver.PostStartHookContext) error {
+		go func() {
+			if err := obs.Run(hook); err != nil {
+				klog.FromContext(hook).Error(err, "The observer stopped")
+			}
+		}()
+		return nil
+	})
+	return &Server{GenericAPIServer: generic, Observer: obs}, nil
 }

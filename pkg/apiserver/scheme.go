@@ -1,6 +1,7 @@
-// Package apiserver builds convoy-apiserver's GenericAPIServer: the scheme and
-// codecs of subresources.convoy.kumodo.io, the server config, and the
-// installation of the API group with the REST storage of pkg/registry.
+// Package apiserver is the composition root of convoy-apiserver: the scheme
+// and codecs of subresources.convoy.kumodo.io, the Config that options fill
+// in, and Config.Complete().New(), which wires the engines, the REST storage
+// of pkg/registry on them, and the observer's loops on the same engines.
 package apiserver
 
 import (

@@ -2,9 +2,11 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -50,12 +52,30 @@ type Config struct {
 type Observer struct {
 	cfg      Config
 	identity string
+
+	// leading is set while this replica should run the loops: it holds the
+	// lease, or leader election is off. running is set while its loops run
+	// on synced informers.
+	leading, running atomic.Bool
 }
 
 // New returns an Observer.
 func New(cfg Config) *Observer {
 	host, _ := os.Hostname()
-	return &Observer{cfg: cfg, identity: host + "_" + string(uuid.NewUUID())}
+	o := &Observer{cfg: cfg, identity: host + "_" + string(uuid.NewUUID())}
+	o.leading.Store(!cfg.LeaderElection.LeaderElect)
+	return o
+}
+
+// Ready returns an error while this replica should run the loops (it leads,
+// or leader election is off) and they are not running yet or any more: the
+// readyz check "observer". A replica that does not lead is ready: it serves
+// the API.
+func (o *Observer) Ready() error {
+	if o.leading.Load() && !o.running.Load() {
+		return errors.New("this replica runs the drift and health loops, and they are not running")
+	}
+	return nil
 }
 
 // Run runs the loops until ctx is done. With leader election it campaigns
@@ -65,7 +85,7 @@ func (o *Observer) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	le := o.cfg.LeaderElection
 	if !le.LeaderElect {
-		SetLeader(true)
+		o.setLeading(true)
 		return o.runLoops(ctx)
 	}
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
@@ -84,13 +104,13 @@ func (o *Observer) Run(ctx context.Context) error {
 			Callbacks: leaderelection.LeaderCallbacks{
 				OnStartedLeading: func(leading context.Context) {
 					logger.Info("Leading: starting the loops", "identity", o.identity)
-					SetLeader(true)
+					o.setLeading(true)
 					if err := o.runLoops(leading); err != nil {
 						logger.Error(err, "Running the loops")
 					}
 				},
 				OnStoppedLeading: func() {
-					SetLeader(false)
+					o.setLeading(false)
 					logger.Info("Not leading: the loops stopped", "identity", o.identity)
 				},
 				OnNewLeader: func(identity string) {
@@ -108,8 +128,15 @@ func (o *Observer) Run(ctx context.Context) error {
 	return nil
 }
 
+// setLeading records whether this replica should run the loops.
+func (o *Observer) setLeading(leading bool) {
+	o.leading.Store(leading)
+	SetLeader(leading)
+}
+
 // runLoops builds fresh informers and loops (an informer cannot start twice)
-// and runs them until ctx is done.
+// and runs them until ctx is done; the observer is running from the sync of
+// the informers to the end of the loops.
 func (o *Observer) runLoops(ctx context.Context) error {
 	c := o.cfg
 	factory := convoyinformers.NewSharedInformerFactory(c.Convoy, c.Resync)
@@ -127,10 +154,17 @@ func (o *Observer) runLoops(ctx context.Context) error {
 		return err
 	}
 	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return fmt.Errorf("the informer of %v did not sync", typ)
+		}
+	}
+	o.running.Store(true)
+	defer o.running.Store(false)
 	var wg sync.WaitGroup
 	wg.Go(func() { driftLoop.Run(ctx, c.DriftWorkers) })
 	wg.Go(func() { healthLoop.Run(ctx, c.HealthWorkers) })
 	wg.Wait()
-	factory.Shutdown()
 	return nil
 }

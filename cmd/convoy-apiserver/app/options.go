@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -14,14 +13,12 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -30,20 +27,12 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/component-base/term"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 	netutils "k8s.io/utils/net"
 
 	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
-	"github.com/kumodo/convoy-apiserver/pkg/drift"
-	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
-	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
-	"github.com/kumodo/convoy-apiserver/pkg/observer"
-	"github.com/kumodo/convoy-apiserver/pkg/redact"
-	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
 func init() {
@@ -85,8 +74,6 @@ type Options struct {
 
 	// restConfig is set by Complete.
 	restConfig *rest.Config
-	// observer is set by Config.
-	observer *observer.Observer
 }
 
 // NewOptions returns Options with the defaults of convoy-apiserver.
@@ -223,17 +210,12 @@ func (o *Options) Validate() error {
 	return utilerrors.NewAggregate(errs)
 }
 
-// Config builds the server configuration.
-func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
+// Config turns the options into the server's configuration.
+func (o *Options) Config() (*apiserver.Config, error) {
 	kubeClient, err := kubernetes.NewForConfig(o.restConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
 	}
-	convoy, err := convoyclient.NewForConfig(o.restConfig)
-	if err != nil {
-		return nil, fmt.Errorf("creating convoy client: %w", err)
-	}
-
 	config := apiserver.NewConfig()
 	generic := config.Generic
 	generic.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
@@ -253,68 +235,29 @@ func (o *Options) Config(ctx context.Context) (*apiserver.Config, error) {
 	if err := o.Features.ApplyTo(generic, kubeClient, nil); err != nil {
 		return nil, err
 	}
-
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kubeClient.EventsV1()})
-	broadcaster.StartRecordingToSink(ctx.Done())
-	hostname, _ := os.Hostname()
-	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, apiserver.Name+"/"+hostname)
-
-	targets, err := cluster.NewProvider(o.restConfig, convoy.ConvoyV1alpha1(), o.Target)
-	if err != nil {
-		return nil, fmt.Errorf("creating target cluster clients: %w", err)
-	}
-	redactor := redact.New()
-	checker := drift.NewChecker(targets, compare.NewEngine(redactor, o.CompareWorkers))
-	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	config.Extra = apiserver.ExtraConfig{
-		Engines: release.Engines{
-			Releases:    convoy.ConvoyV1alpha1(),
-			Inventories: convoy.ConvoyV1alpha1(),
-			Targets:     targets,
-			Checker:     checker,
-			Redactor:    redactor,
-			Requester:   requester,
-		},
-	}
-
-	o.observer = observer.New(observer.Config{
-		Convoy:         convoy,
-		Kube:           kubeClient,
-		Checker:        checker,
-		Targets:        targets,
-		Requester:      requester,
-		Recorder:       recorder,
-		Compiler:       health.NewCompiler(o.CELCostLimit),
-		Clock:          clock.RealClock{},
+		KubeConfig:     o.restConfig,
+		Target:         o.Target,
 		Resync:         o.Resync,
 		DriftWorkers:   o.DriftWorkers,
+		CompareWorkers: o.CompareWorkers,
 		HealthWorkers:  o.HealthWorkers,
+		CELCostLimit:   o.CELCostLimit,
 		LeaderElection: o.LeaderElection,
-	})
+	}
 	return config, nil
 }
 
-// Run starts the server and blocks until ctx is done.
+// Run builds the server from the options and serves until ctx is done.
 func (o *Options) Run(ctx context.Context) error {
-	observer.RegisterMetrics()
-	cluster.RegisterMetrics()
-	config, err := o.Config(ctx)
+	config, err := o.Config()
 	if err != nil {
 		return err
 	}
-	server, err := config.New()
+	server, err := config.Complete().New()
 	if err != nil {
 		return err
 	}
-	server.GenericAPIServer.AddPostStartHookOrDie("start-observer", func(hook genericapiserver.PostStartHookContext) error {
-		loopCtx := klog.NewContext(hook, klog.FromContext(ctx))
-		go func() {
-			if err := o.observer.Run(loopCtx); err != nil {
-				klog.FromContext(ctx).Error(err, "The observer stopped")
-			}
-		}()
-		return nil
-	})
 	klog.FromContext(ctx).Info("Starting convoy-apiserver")
 	return server.GenericAPIServer.PrepareRun().RunWithContext(ctx)
 }
