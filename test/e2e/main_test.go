@@ -79,9 +79,12 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		CRDDir:          filepath.Join(root, "artifacts/crds"),
 		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac"), filepath.Join(root, "artifacts/rules")},
 		ConvoyAPIServer: convoyBin,
-		// The second cluster of the e2e tests runs on loopback.
-		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
-		Out:        os.Stderr,
+		// The second cluster of the e2e tests runs on loopback. No resync
+		// within a run: the tests of triggers see every pass they cause,
+		// and TestDriftResyncStartsAPass starts a replica that resyncs.
+		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--resync=1h",
+			"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
+		Out: os.Stderr,
 	})
 	if err != nil {
 		return nil, nil, err
