@@ -18,6 +18,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Reasons of the InSync condition: compare.ReasonInSync (True),
@@ -31,9 +32,6 @@ const (
 	// Undetermined result found before the compare.
 	ReasonRenderFailed = "RenderFailed"
 )
-
-// maxConditionMessage is the longest message of a metav1.Condition.
-const maxConditionMessage = 32 * 1024
 
 // Report is the outcome of a check: the compare result, and the render it
 // compared when one was picked.
@@ -61,9 +59,7 @@ func (r *Report) Condition() metav1.Condition {
 	if r.Desired != nil {
 		cond.Message = fmt.Sprintf("render %s (%s): %s", r.Desired.Ref, r.Desired.Source, cond.Message)
 	}
-	if len(cond.Message) > maxConditionMessage {
-		cond.Message = cond.Message[:maxConditionMessage]
-	}
+	cond.Message = truncate.String(cond.Message, truncate.Condition)
 	return cond
 }
 

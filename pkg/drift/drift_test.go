@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,4 +135,12 @@ func TestInSyncCondition(t *testing.T) {
 			assert.Equal(t, tc.wantMessage, c.Message)
 		})
 	}
+}
+
+func TestInSyncConditionCutsLongMessages(t *testing.T) {
+	r := &Report{Result: compare.Undetermined(ReasonRenderFailed, "TemplateFailed: "+strings.Repeat("fäil ", 20000))}
+	c := r.Condition()
+	assert.LessOrEqual(t, len(c.Message), 32*1024)
+	assert.True(t, utf8.ValidString(c.Message), "no character is split")
+	assert.True(t, strings.HasSuffix(c.Message, "truncated]"))
 }

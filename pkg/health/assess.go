@@ -4,23 +4,19 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // ErrNotFound is a read error for an object that is not on the cluster, for
 // callers that find it missing without an API error (a nil object from a
 // cache). A NotFound error of the API server means the same.
 var ErrNotFound = errors.New("the object is not on the cluster")
-
-// maxMessageLength is the longest message of an inventory entry status
-// (the CRD's maxLength).
-const maxMessageLength = 1024
 
 // Assess gives the next status of one inventory entry, as the Health
 // assessment page says, from its previous status (nil the first time), the
@@ -79,7 +75,7 @@ func Assess(prev *convoyv1alpha1.InventoryEntryStatus, entry convoyv1alpha1.Inve
 			next.Message = "the health rules cannot be evaluated"
 		}
 	}
-	next.Message = truncate(next.Message, maxMessageLength)
+	next.Message = truncate.String(next.Message, truncate.InventoryMessage)
 
 	if prev != nil && prev.State == next.State && prev.LastTransitionTime != nil {
 		next.LastTransitionTime = prev.LastTransitionTime.DeepCopy()
@@ -98,13 +94,4 @@ func readErrorMessage(err error) string {
 		return fmt.Sprintf("cannot read the object: the cluster does not serve its kind: %v", err)
 	}
 	return fmt.Sprintf("cannot read the object: %v", err)
-}
-
-// truncate cuts s to at most n characters, ending with "...".
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	runes := []rune(s)
-	return string(runes[:n-3]) + "..."
 }

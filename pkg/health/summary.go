@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Reasons of the Healthy condition of a Release.
@@ -144,12 +145,9 @@ func HealthyCondition(states []convoyv1alpha1.InventoryEntryStatus) metav1.Condi
 	if others > 0 {
 		fmt.Fprintf(&b, " (and %d more %s)", others, worst)
 	}
-	cond.Message = truncate(b.String(), maxConditionMessageLength)
+	cond.Message = truncate.String(b.String(), truncate.Condition)
 	return cond
 }
-
-// maxConditionMessageLength is the longest message of a metav1.Condition.
-const maxConditionMessageLength = 32768
 
 // NotConfiguredCondition is the Healthy condition of a Release without
 // spec.healthAssessment; its healthSummary is all zero.
@@ -192,6 +190,6 @@ func CannotAssessCondition(cause error) metav1.Condition {
 		Type:    convoyv1alpha1.ConditionHealthy,
 		Status:  metav1.ConditionUnknown,
 		Reason:  ReasonCannotAssess,
-		Message: truncate(msg, maxConditionMessageLength),
+		Message: truncate.String(msg, truncate.Condition),
 	}
 }

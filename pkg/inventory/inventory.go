@@ -14,6 +14,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Key identifies an entry of an inventory.
@@ -77,7 +78,7 @@ func (w *Writer) WriteStatus(ctx context.Context, inv *convoyv1alpha1.ReleaseInv
 			WithGroup(e.Group).WithKind(e.Kind).WithNamespace(e.Namespace).WithName(e.Name).
 			WithState(e.State)
 		if e.Message != "" {
-			a.WithMessage(e.Message)
+			a.WithMessage(truncate.String(e.Message, truncate.InventoryMessage))
 		}
 		if e.FirstUnhealthy != nil {
 			a.WithFirstUnhealthy(*e.FirstUnhealthy)

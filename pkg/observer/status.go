@@ -17,6 +17,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // StatusWriter writes the observer's part of a Release status: the InSync
@@ -82,6 +83,7 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 	defer p.mu.Unlock()
 
 	cond.ObservedGeneration = release.Generation
+	cond.Message = truncate.String(cond.Message, truncate.Condition)
 	cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
 	old := meta.FindStatusCondition(p.conditions, cond.Type)
 	transition := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
@@ -121,7 +123,8 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 		if cond.Status != metav1.ConditionTrue {
 			eventType = corev1.EventTypeWarning
 		}
-		w.recorder.Eventf(release, nil, eventType, cond.Reason, "Set"+cond.Type, "%s is %s (%s): %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		note := fmt.Sprintf("%s is %s (%s): %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		w.recorder.Eventf(release, nil, eventType, cond.Reason, "Set"+cond.Type, "%s", truncate.String(note, truncate.EventNote))
 	}
 	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
 		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)

@@ -2,8 +2,10 @@ package observer
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +85,27 @@ func TestStatusWriterStartsFromTheServer(t *testing.T) {
 		Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "ok"}, nil)
 	require.NoError(t, err)
 	assert.False(t, wrote)
+}
+
+// A message past what a condition (32 KiB) or an Event note (1 KiB) holds is
+// cut, so both writes land.
+func TestStatusWriterTruncatesMessages(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+	client := fake.NewClientset(release)
+	recorder := events.NewFakeRecorder(1)
+	w := NewStatusWriter(client.ConvoyV1alpha1(), recorder, clocktesting.NewFakePassiveClock(time.Now()))
+	long := strings.Repeat("template error in ümlaut.yaml: ", 4000) // 124 KB
+	_, err := w.SetCondition(context.Background(), release, metav1.Condition{
+		Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionUnknown, Reason: "Undetermined", Message: long}, nil)
+	require.NoError(t, err)
+	got, err := client.ConvoyV1alpha1().Releases("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	c := meta.FindStatusCondition(got.Status.Conditions, convoyv1alpha1.ConditionInSync)
+	require.NotNil(t, c)
+	assert.LessOrEqual(t, len(c.Message), 32*1024)
+	assert.True(t, utf8.ValidString(c.Message))
+	assert.Contains(t, c.Message, "truncated]")
+	note := <-recorder.Events
+	assert.LessOrEqual(t, len(strings.TrimPrefix(note, "Warning Undetermined ")), 1024)
+	assert.True(t, utf8.ValidString(note))
 }

@@ -17,6 +17,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Event reason and action of a sync request.
@@ -63,7 +64,7 @@ func (r *Requester) Request(ctx context.Context, namespace, name, requester, why
 	if why != "" {
 		note += ": " + why
 	}
-	r.recorder.Eventf(release, nil, corev1.EventTypeNormal, ReasonSyncRequested, actionRequestSync, "%s", note)
+	r.recorder.Eventf(release, nil, corev1.EventTypeNormal, ReasonSyncRequested, actionRequestSync, "%s", truncate.String(note, truncate.EventNote))
 	klog.FromContext(ctx).V(2).Info("Recorded sync request", "release", klog.KObj(release), "requester", requester, "at", now.Time)
 	return now, nil
 }

@@ -2,8 +2,10 @@ package syncrequest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,4 +55,18 @@ func TestRequestMissingRelease(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "NotFound is kept: %v", err)
 	assert.Contains(t, err.Error(), "shop/nope")
 	assert.Empty(t, recorder.Events, "no event for a request that was not recorded")
+}
+
+// A note with many reasons is cut to what events.k8s.io accepts (1 KiB), so
+// the Event is recorded.
+func TestRequestNoteIsTruncated(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	recorder := events.NewFakeRecorder(1)
+	r := NewRequester(fake.NewClientset(release).ConvoyV1alpha1(), recorder, clocktesting.NewFakePassiveClock(time.Now()))
+	_, err := r.Request(context.Background(), "shop", "web", "convoy-observe", strings.Repeat("hook Job.batch shop/ünïcode-migrate succeeded; ", 100))
+	require.NoError(t, err)
+	note := strings.TrimPrefix(<-recorder.Events, "Normal SyncRequested ")
+	assert.LessOrEqual(t, len(note), 1024)
+	assert.True(t, utf8.ValidString(note))
+	assert.Contains(t, note, "truncated]")
 }
