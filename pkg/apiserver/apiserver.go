@@ -29,6 +29,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -52,6 +53,11 @@ type ExtraConfig struct {
 	DriftWorkers, CompareWorkers, HealthWorkers int
 	// CELCostLimit bounds the cost of one evaluation of a health rule.
 	CELCostLimit uint64
+	// Render bounds every render (time, objects, bytes).
+	Render render.Limits
+	// RenderConcurrency is how many charts are templated at once, by the
+	// loops and the subresources together.
+	RenderConcurrency int
 	// LeaderElection elects the replica that runs the loops.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 }
@@ -131,14 +137,22 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	observer.RegisterMetrics()
 	cluster.RegisterMetrics()
+	// Charts are templated by children of this very binary (render.ChildArg),
+	// which the render timeout kills.
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding this program, to template charts in children of it: %w", err)
+	}
+	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render.MaxBytes), x.Render)
 	redactor := redact.New()
-	checker := drift.NewChecker(targets, compare.NewEngine(redactor, x.CompareWorkers))
+	checker := drift.NewChecker(targets, renderEngine, compare.NewEngine(redactor, x.CompareWorkers))
 	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
 		Releases:    convoy.ConvoyV1alpha1(),
 		Inventories: convoy.ConvoyV1alpha1(),
 		Targets:     targets,
+		Render:      renderEngine,
 		Checker:     checker,
 		Redactor:    redactor,
 		Requester:   requester,

@@ -160,6 +160,13 @@ dispatch:
 			defer wg.Done()
 			defer func() { <-sem }()
 			defer cancel()
+			// A panic here would end the process: no caller can
+			// recover it in another goroutine.
+			defer func() {
+				if r := recover(); r != nil {
+					fail(i, &failure{reason: ReasonInternalError, message: fmt.Sprintf("%s: %s", ObjectKeyOf(obj).Describe(), Panicked(ctx, r))})
+				}
+			}()
 			d, f := e.compareOne(octx, c, who, obj)
 			if f != nil {
 				fail(i, f)

@@ -571,3 +571,28 @@ func TestCompareClientReturnsNothing(t *testing.T) {
 	assert.Equal(t, ReasonDryRunFailed, res.Reason)
 	assert.Contains(t, res.Message, "no object")
 }
+
+// panicking panics on every read of one object.
+type panicking struct {
+	*fakeClient
+	name string
+}
+
+func (p panicking) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if name == p.name {
+		panic("injected panic")
+	}
+	return p.fakeClient.Get(ctx, gvk, namespace, name)
+}
+
+// A panic while comparing one object (in a goroutine of its own, where no
+// caller could recover it) ends the compare as Undetermined/InternalError.
+func TestComparePanicIsAnInternalError(t *testing.T) {
+	web, settings := deployment("shop", "web", 3, "shop:1"), configMap("shop", "settings", nil)
+	res := newTestEngine(2).Compare(context.Background(), panicking{fakeClient: newFake(liveOf(web), liveOf(settings)), name: "web"},
+		[]*unstructured.Unstructured{settings, web})
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
+	assert.Equal(t, ReasonInternalError, res.Reason)
+	assert.Contains(t, res.Message, "Deployment.apps shop/web: internal error")
+	assert.Contains(t, res.Message, "injected panic")
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/klog/v2"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
@@ -41,7 +43,16 @@ const (
 	ReasonCanceled = "Canceled"
 	// ReasonInvalidObject: an object of the render has no kind or name.
 	ReasonInvalidObject = "InvalidObject"
+	// ReasonInternalError: the check panicked; the stack is in the log.
+	ReasonInternalError = "InternalError"
 )
+
+// Panicked logs the stack of the panic r that a check recovered from, and
+// returns the message of its InternalError result.
+func Panicked(ctx context.Context, r any) string {
+	klog.FromContext(ctx).Error(nil, "Recovered from a panic", "panic", r, "stack", string(debug.Stack()))
+	return fmt.Sprintf("internal error (a bug of convoy-apiserver; the stack is in its log): %v", r)
+}
 
 // step is the request of a compare that failed.
 type step uint8

@@ -5,12 +5,12 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
-// For returns the Resolver of a Release that acts with access: it reads the
-// Release's inputs and its render store on the cluster convoy-apiserver runs
-// in as the Release's identity (access.Home), and scopes the namespaces of a
-// fresh render with the REST mapper of its target cluster. Building one costs
-// no request.
-func For(access *cluster.Access) *Resolver {
-	renderer := render.NewRenderer(render.ClientInputs{Client: access.Home}, access.Target.Mapper)
-	return NewResolver(renderer, render.NewStore(access.Home))
+// For returns the Resolver of a Release that acts with access: it renders
+// with engine (its chart runner and limits), reads the Release's inputs and
+// its render store on the cluster convoy-apiserver runs in as the Release's
+// identity (access.Home), and scopes the namespaces of a fresh render with
+// the REST mapper of its target cluster. Building one costs no request.
+func For(engine *render.Engine, access *cluster.Access) *Resolver {
+	renderer := engine.Renderer(render.ClientInputs{Client: access.Home}, access.Target.Mapper)
+	return NewResolver(renderer, engine.Store(access.Home))
 }

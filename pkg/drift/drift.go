@@ -66,13 +66,14 @@ func (r *Report) Condition() metav1.Condition {
 // Checker checks Releases for drift.
 type Checker struct {
 	targets cluster.Targets
+	render  *render.Engine
 	engine  *compare.Engine
 }
 
-// NewChecker returns a Checker that gets each Release's Access from targets
-// and compares with engine.
-func NewChecker(targets cluster.Targets, engine *compare.Engine) *Checker {
-	return &Checker{targets: targets, engine: engine}
+// NewChecker returns a Checker that gets each Release's Access from targets,
+// renders with renderEngine and compares with engine.
+func NewChecker(targets cluster.Targets, renderEngine *render.Engine, engine *compare.Engine) *Checker {
+	return &Checker{targets: targets, render: renderEngine, engine: engine}
 }
 
 // Check compares the desired render of release (or the stored render ref,
@@ -84,7 +85,15 @@ func NewChecker(targets cluster.Targets, engine *compare.Engine) *Checker {
 // are read, and its objects read and dry-run, with the clients of its Access.
 // The Access is had once per check: a fresh render scopes namespaces with
 // the target's REST mapper, and the compare runs on the same target.
-func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*Report, error) {
+//
+// A panic of the check ends it as Undetermined with reason InternalError
+// (the stack is logged); it never reaches the caller.
+func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, ref string) (report *Report, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			report, err = &Report{Result: compare.Undetermined(compare.ReasonInternalError, compare.Panicked(ctx, r))}, nil
+		}
+	}()
 	access, err := c.targets.ForRelease(ctx, release)
 	if err != nil {
 		var clusterErr *cluster.Error
@@ -93,7 +102,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, re
 		}
 		return &Report{Result: compare.Undetermined(cluster.ReasonClusterNotFound, err.Error())}, nil
 	}
-	want, err := desired.For(access).Resolve(ctx, release, ref)
+	want, err := desired.For(c.render, access).Resolve(ctx, release, ref)
 	if err != nil {
 		if ref != "" && errors.Is(err, render.ErrNotStored) {
 			return nil, err
@@ -119,6 +128,10 @@ func resolveFailure(access *cluster.Access, err error) *compare.Result {
 	var renderErr *render.Error
 	if !errors.As(err, &renderErr) {
 		return compare.Undetermined(ReasonRenderFailed, err.Error())
+	}
+	if render.IsLimit(renderErr.Reason) {
+		// A limit of the render has a reason of its own.
+		return compare.Undetermined(renderErr.Reason, renderErr.Message)
 	}
 	// Discovery of the target cluster for the render's namespaces is the
 	// first request to the cluster.

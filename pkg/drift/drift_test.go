@@ -88,7 +88,7 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, compare.NewEngine(nil, 1))
+			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1))
 			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 				Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web-manifests"}}}}
 			if tc.pinned {
@@ -143,4 +143,19 @@ func TestInSyncConditionCutsLongMessages(t *testing.T) {
 	assert.LessOrEqual(t, len(c.Message), 32*1024)
 	assert.True(t, utf8.ValidString(c.Message), "no character is split")
 	assert.True(t, strings.HasSuffix(c.Message, "truncated]"))
+}
+
+type panickingTargets struct{}
+
+func (panickingTargets) ForRelease(context.Context, *convoyv1alpha1.Release) (*cluster.Access, error) {
+	panic("injected panic")
+}
+
+func TestCheckPanicIsUndetermined(t *testing.T) {
+	c := NewChecker(panickingTargets{}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1))
+	report, err := c.Check(context.Background(), &convoyv1alpha1.Release{}, "")
+	require.NoError(t, err)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
+	assert.Equal(t, compare.ReasonInternalError, report.Reason)
+	assert.Contains(t, report.Message, "injected panic")
 }

@@ -12,6 +12,8 @@ const (
 	// does not type-check to a bool (expression) or a string
 	// (messageExpression), or costs more than the cost limit on any object.
 	ReasonRuleInvalid = "RuleInvalid"
+	// ReasonInternalError: the pass panicked; the stack is in the log.
+	ReasonInternalError = "InternalError"
 )
 
 // Error is a failure to select or compile the rules of a Release. Select and

@@ -14,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
 )
 
@@ -83,6 +84,8 @@ type Outcome struct {
 	// EvaluationErrors counts the resources whose rules could not be
 	// evaluated.
 	EvaluationErrors int
+	// Panicked is set when the pass panicked (CannotAssess, InternalError).
+	Panicked bool
 	// HookPollErr is why the hooks of a Release without
 	// spec.healthAssessment could not be polled (they keep their phase and
 	// the Release stays NotConfigured); nil when they could.
@@ -103,11 +106,19 @@ type Outcome struct {
 //     condition, and the summary keeps its last value.
 //   - Not every entry at status.lastAttempted.renderRef: Pending.
 //   - Else the worst state of the entries (HealthyCondition).
-func Pass(ctx context.Context, in Input) Outcome {
+//
+// A panic of the pass ends it as CannotAssess with the message
+// "InternalError: ..." (the stack is logged); it never reaches the caller.
+func Pass(ctx context.Context, in Input) (out Outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = Outcome{Condition: CannotAssessCondition(errors.New(ReasonInternalError + ": " + compare.Panicked(ctx, r))), Panicked: true}
+		}
+	}()
 	prev := inventory.StatusOf(in.Inventory)
 	if in.Release.Spec.HealthAssessment == nil {
 		entries, _, err := assessEntries(ctx, in, prev, true)
-		out := Outcome{Condition: NotConfiguredCondition(), Summary: &convoyv1alpha1.HealthSummary{}}
+		out = Outcome{Condition: NotConfiguredCondition(), Summary: &convoyv1alpha1.HealthSummary{}}
 		if err != nil {
 			// NotConfigured whatever happens to the hook polling: the
 			// hooks keep their last phases.
@@ -131,7 +142,7 @@ func Pass(ctx context.Context, in Input) Outcome {
 		return Outcome{Condition: CannotAssessCondition(err)}
 	}
 	summary := Summarize(entries)
-	out := Outcome{Entries: entries, WriteEntries: in.Inventory != nil, Summary: &summary, EvaluationErrors: evalErrors}
+	out = Outcome{Entries: entries, WriteEntries: in.Inventory != nil, Summary: &summary, EvaluationErrors: evalErrors}
 	if cond, pending := pendingCondition(in.Release, in.Inventory); pending {
 		out.Condition = cond
 	} else {

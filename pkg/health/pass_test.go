@@ -470,3 +470,20 @@ func TestPassCountsEvaluationErrors(t *testing.T) {
 		Rules: readyRules(t), Reader: reader, Now: t0})
 	assert.Equal(t, 1, out.EvaluationErrors)
 }
+
+type panickingReader struct{ *memReader }
+
+func (panickingReader) Get(context.Context, schema.GroupVersionResource, convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+	panic("injected panic")
+}
+
+func TestPassPanicIsCannotAssess(t *testing.T) {
+	out := Pass(context.Background(), Input{Release: assessedRelease(nil), Inventory: inventoryOf([]convoyv1alpha1.InventoryEntry{webEntry}),
+		Rules: readyRules(t), Reader: panickingReader{newMemReader()}, Now: t0})
+	assert.True(t, out.Panicked)
+	assert.Equal(t, ReasonCannotAssess, out.Condition.Reason)
+	assert.Contains(t, out.Condition.Message, "InternalError: internal error")
+	assert.Contains(t, out.Condition.Message, "injected panic")
+	assert.Nil(t, out.Summary, "the summary keeps its last value")
+	assert.False(t, out.WriteEntries)
+}

@@ -15,6 +15,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
@@ -124,6 +125,9 @@ func (l *DriftLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durati
 	}
 	cond := report.Condition()
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
+	if report.Reason == compare.ReasonInternalError {
+		panics.WithLabelValues("drift").Inc()
+	}
 	logger.V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
 	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
 		return interval, err

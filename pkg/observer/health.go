@@ -194,6 +194,9 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 		in.Rules, in.RulesErr = l.rules(release.Namespace, ha)
 	}
 	out := health.Pass(ctx, in)
+	if out.Panicked {
+		panics.WithLabelValues("health").Inc()
+	}
 	if out.HookPollErr != nil {
 		logger.Info("Cannot poll the hook workloads", "cause", out.HookPollErr.Error())
 	}

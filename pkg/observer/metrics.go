@@ -40,6 +40,12 @@ var (
 		Help:           "Health rules that could not be evaluated (runtime error, cost limit, non-bool result).",
 		StabilityLevel: metrics.ALPHA,
 	})
+	panics = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "panics_total",
+		Help:           "Passes that panicked, by loop; each ended as Undetermined or CannotAssess (InternalError), the stack in the log.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"loop"})
 	isLeader = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "leader",
@@ -54,7 +60,7 @@ var registerOnce sync.Once
 // that the API server serves on /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(passDuration, passResults, syncRequests, celErrors, isLeader)
+		legacyregistry.MustRegister(passDuration, passResults, syncRequests, celErrors, panics, isLeader)
 	})
 }
 

@@ -1,10 +1,14 @@
 package observer
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"k8s.io/client-go/tools/cache"
 	componentbaseconfig "k8s.io/component-base/config"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 // The readyz check "observer": a replica that should run the loops is not
@@ -24,4 +28,29 @@ func TestReady(t *testing.T) {
 	assert.Error(t, alone.Ready(), "without leader election the loops must run")
 	alone.running.Store(true)
 	assert.NoError(t, alone.Ready())
+}
+
+// A panic in a pass ends that pass; the worker goes on with the next
+// Release, and the panic is counted.
+func TestPassQueueSurvivesAPanic(t *testing.T) {
+	var passed []string
+	q := newPassQueue("test", func(_ context.Context, key cache.ObjectName) (time.Duration, error) {
+		if key.Name == "bad" {
+			panic("injected panic")
+		}
+		passed = append(passed, key.Name)
+		return 0, nil
+	})
+	defer q.queue.ShutDown()
+	RegisterMetrics() // unregistered metrics count nothing
+	before, _ := testutil.GetCounterMetricValue(panics.WithLabelValues("test"))
+	q.queue.Add(cache.ObjectName{Namespace: "shop", Name: "bad"})
+	q.queue.Add(cache.ObjectName{Namespace: "shop", Name: "good"})
+	ctx := context.Background()
+	assert.True(t, q.processNext(ctx))
+	assert.True(t, q.processNext(ctx))
+	assert.Equal(t, []string{"good"}, passed)
+	after, _ := testutil.GetCounterMetricValue(panics.WithLabelValues("test"))
+	assert.Equal(t, before+1, after)
+	assert.Equal(t, 1, q.queue.NumRequeues(cache.ObjectName{Namespace: "shop", Name: "bad"}), "retried with backoff")
 }

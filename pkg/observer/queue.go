@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -9,6 +10,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
 )
 
 // passQueue runs passes of Releases from a rate-limited queue: one pass at a
@@ -62,13 +65,26 @@ func (q *passQueue) Run(ctx context.Context, workers int) {
 	logger.Info("Stopping loop")
 }
 
+// runPass runs one pass; a panic ends that pass as an error (retried with
+// backoff), is logged with its stack and counted, and the worker goes on
+// with the next Release.
+func (q *passQueue) runPass(ctx context.Context, key cache.ObjectName) (next time.Duration, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			panics.WithLabelValues(q.name).Inc()
+			next, err = 0, fmt.Errorf("the %s pass of %s panicked: %s", q.name, key, compare.Panicked(ctx, r))
+		}
+	}()
+	return q.pass(ctx, key)
+}
+
 func (q *passQueue) processNext(ctx context.Context) bool {
 	key, quit := q.queue.Get()
 	if quit {
 		return false
 	}
 	defer q.queue.Done(key)
-	next, err := q.pass(ctx, key)
+	next, err := q.runPass(ctx, key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Pass failed", "loop", q.name, "release", key)
 		q.queue.AddRateLimited(key)

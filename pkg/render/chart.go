@@ -22,14 +22,41 @@ import (
 // chartKey is the binaryData key of a source ConfigMap that holds a packaged chart.
 const chartKey = "chart.tgz"
 
-// renderChart renders a packaged Helm chart the way `helm template
+// renderChart renders a packaged Helm chart: it reads the Release's values
+// (spec.content, as its identity) here, and templates the chart with the
+// Renderer's ChartRunner, which convoy-apiserver runs in a child process
+// (Sandbox) so that a runaway template can be stopped.
+func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *Error) {
+	vals, verr := r.values(ctx, release)
+	if verr != nil {
+		return nil, verr
+	}
+	return r.engine.charts.Template(ctx, ChartRequest{
+		Where: where, Chart: tgz, Values: vals, Name: release.Name, Namespace: targetNamespace(release),
+	})
+}
+
+// ChartRequest is what templating a chart needs; it reads nothing.
+type ChartRequest struct {
+	// Where names the chart in messages: "configMap NS/NAME binaryData chart.tgz".
+	Where string `json:"where"`
+	// Chart is the packaged chart.
+	Chart []byte `json:"chart"`
+	// Values are the user-supplied values (spec.content).
+	Values map[string]any `json:"values"`
+	// Name and Namespace are the release name and namespace Helm renders with.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+}
+
+// templateChart templates a packaged Helm chart the way `helm template
 // --include-crds` does, with Helm's SDK and no cluster access:
 //
 //   - release name: the Release's name; namespace: spec.targetNamespace, else
 //     the Release's namespace; revision 1, IsInstall true;
 //   - capabilities: Helm's defaults (common.DefaultCapabilities), never the
 //     target cluster's; lookup returns nothing;
-//   - values: spec.content (see values) coalesced over the chart's values;
+//   - values: req.Values coalesced over the chart's values;
 //     values.schema.json is enforced (see validateValues);
 //   - the files of crds/ (of the chart and its enabled dependencies) are
 //     included as they are, untemplated;
@@ -37,7 +64,11 @@ const chartKey = "chart.tgz"
 //   - hooks (objects annotated helm.sh/hook, with a known or unknown hook
 //     type) are left out: convoy's controller runs hooks itself and they
 //     are not part of the desired render.
-func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *Error) {
+//
+// Helm's template engine does not stop when ctx ends (only lookup reads
+// it): run it where it can be stopped (Sandbox).
+func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error) {
+	where, tgz := req.Where, req.Chart
 	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
 	if err != nil {
 		return nil, errorf(ReasonChartInvalid, err, "%s is not a Helm chart", where)
@@ -51,16 +82,16 @@ func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Rele
 			where, ch.Name(), kv, caps.KubeVersion.Version)
 	}
 
-	vals, verr := r.values(ctx, release)
-	if verr != nil {
-		return nil, verr
+	vals := req.Values
+	if vals == nil {
+		vals = map[string]any{}
 	}
 	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
 		return nil, errorf(ReasonChartInvalid, err, "%s: chart %s dependencies", where, ch.Name())
 	}
 	opts := common.ReleaseOptions{
-		Name:      release.Name,
-		Namespace: targetNamespace(release),
+		Name:      req.Name,
+		Namespace: req.Namespace,
 		Revision:  1,
 		IsInstall: true,
 	}

@@ -41,11 +41,11 @@ func New(objects []*unstructured.Unstructured) (*Render, error) {
 				objectKey(sorted[i]), describe(sorted[i-1]), describe(sorted[i]))
 		}
 	}
-	ref, err := renderRef(sorted)
+	ref, size, err := renderRef(sorted)
 	if err != nil {
 		return nil, errorf(ReasonManifestInvalid, err, "render does not encode to JSON")
 	}
-	return &Render{Ref: ref, Objects: sorted}, nil
+	return &Render{Ref: ref, Objects: sorted, Size: size}, nil
 }
 
 // compareObjects orders objects by group, kind, namespace and name.
@@ -74,16 +74,16 @@ func objectKey(u *unstructured.Unstructured) string {
 }
 
 // renderRef is the first 16 hex digits of the SHA-256 of the canonical JSON
-// of sorted objects.
-func renderRef(sorted []*unstructured.Unstructured) (string, error) {
+// of sorted objects; it also returns the length of that JSON.
+func renderRef(sorted []*unstructured.Unstructured) (string, int, error) {
 	maps := make([]map[string]any, len(sorted))
 	for i, u := range sorted {
 		maps[i] = u.Object
 	}
 	data, err := json.Marshal(maps)
 	if err != nil {
-		return "", fmt.Errorf("encode render: %w", err)
+		return "", 0, fmt.Errorf("encode render: %w", err)
 	}
 	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])[:16], nil
+	return hex.EncodeToString(sum[:])[:16], len(data), nil
 }

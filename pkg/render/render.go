@@ -37,19 +37,24 @@ type Render struct {
 	// the sorted objects.
 	Ref     string
 	Objects []*unstructured.Unstructured
+	// Size is the length of that JSON, in bytes.
+	Size int
 }
 
 // Renderer renders Releases: spec.source, then spec.content (for a chart),
 // then namespace defaulting, then spec.mutations, then New. It holds no
 // state of its own and is safe for concurrent use.
 type Renderer struct {
+	engine *Engine
 	inputs Inputs
 	scoper Scoper
 }
 
-// NewRenderer returns a Renderer that reads inputs and scopes namespaces with scoper.
+// NewRenderer returns a Renderer that reads inputs and scopes namespaces with
+// scoper, templates charts in this process and has the default Limits (see
+// Engine.Renderer for convoy-apiserver's).
 func NewRenderer(inputs Inputs, scoper Scoper) *Renderer {
-	return &Renderer{inputs: inputs, scoper: scoper}
+	return defaultEngine.Renderer(inputs, scoper)
 }
 
 // Render renders release: spec.source + spec.content + spec.mutations.
@@ -68,14 +73,24 @@ func NewRenderer(inputs Inputs, scoper Scoper) *Renderer {
 //
 // The same Release and inputs always give the same render and renderRef.
 // Every error is an *Error; an error of Inputs or the Scoper is wrapped in it.
+// A render past the Engine's Limits fails with the limit's reason
+// (RenderTimeout, TooManyObjects, RenderTooLarge).
 func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*Render, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.engine.limits.Timeout, errRenderTimeout)
+	defer cancel()
 	objs, err := r.render(ctx, release)
 	if err != nil {
+		if timeout := r.engine.timedOut(ctx, "the render"); timeout != nil && err.Reason == ReasonInputUnavailable {
+			return nil, timeout
+		}
 		return nil, err
 	}
 	out, nerr := New(objs)
 	if nerr != nil {
 		return nil, nerr
+	}
+	if lerr := r.engine.checkSize(out); lerr != nil {
+		return nil, lerr
 	}
 	return out, nil
 }
@@ -87,6 +102,11 @@ func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release) 
 	objs, err := r.source(ctx, release)
 	if err != nil {
 		return nil, err
+	}
+	// Before any work per object: the namespaces, the mutations, and the
+	// compare's requests.
+	if n, limit := len(objs), r.engine.limits.MaxObjects; n > limit {
+		return nil, errorf(ReasonTooManyObjects, nil, "the render holds %d objects, more than the limit of %d (--max-render-objects)", n, limit)
 	}
 	if err := r.defaultNamespaces(objs, targetNamespace(release)); err != nil {
 		return nil, err

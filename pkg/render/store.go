@@ -44,11 +44,14 @@ func SecretName(release, ref string) string {
 // render, type convoy.kumodo.io/render, named convoy-render.<release>.<ref>.
 type Store struct {
 	client kubernetes.Interface
+	// maxBytes is what a stored render may inflate to.
+	maxBytes int
 }
 
-// NewStore returns a Store on client.
+// NewStore returns a Store on client with the default Limits (see
+// Engine.Store for convoy-apiserver's).
 func NewStore(client kubernetes.Interface) *Store {
-	return &Store{client: client}
+	return defaultEngine.Store(client)
 }
 
 // Get reads render ref of the Release namespace/release. A render that is not
@@ -67,7 +70,11 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	if secret.Type != SecretType {
 		return nil, fmt.Errorf("secret %s/%s has type %q, not %q", namespace, name, secret.Type, SecretType)
 	}
-	objects, err := decode(secret.Data[SecretKey])
+	objects, err := decode(secret.Data[SecretKey], s.maxBytes)
+	if errors.Is(err, errInflatesTooFar) {
+		return nil, errorf(ReasonStoredRenderTooLarge, err, "stored render %s in secret %s/%s inflates past the limit of %d bytes (--max-render-bytes)",
+			ref, namespace, name, s.maxBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decoding render %s in secret %s/%s: %w", ref, namespace, name, err)
 	}
@@ -141,11 +148,14 @@ func encode(objects []*unstructured.Unstructured) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// maxDecodedSize bounds what a stored render may inflate to, so a crafted
-// Secret cannot exhaust memory.
-const maxDecodedSize = 256 << 20
+// errInflatesTooFar is the error of decode for data that inflates past its
+// limit.
+var errInflatesTooFar = errors.New("the render inflates too far")
 
-func decode(data []byte) ([]*unstructured.Unstructured, error) {
+// decode inflates data through a reader limited to maxBytes, so a crafted
+// Secret (a few hundred KiB that inflate to gigabytes) is refused after
+// maxBytes, never inflated whole, and decodes the JSON array of objects.
+func decode(data []byte, maxBytes int) ([]*unstructured.Unstructured, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("no %q key", SecretKey)
 	}
@@ -153,12 +163,12 @@ func decode(data []byte) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not gzip: %w", err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxDecodedSize+1))
+	raw, err := io.ReadAll(io.LimitReader(zr, int64(maxBytes)+1))
 	if err != nil {
 		return nil, fmt.Errorf("inflating: %w", err)
 	}
-	if len(raw) > maxDecodedSize {
-		return nil, fmt.Errorf("inflates past %d bytes", maxDecodedSize)
+	if len(raw) > maxBytes {
+		return nil, fmt.Errorf("%w: past %d bytes", errInflatesTooFar, maxBytes)
 	}
 	// utiljson keeps integers int64, as the decoders of unstructured do.
 	var items []any

@@ -33,6 +33,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
 func init() {
@@ -69,6 +70,10 @@ type Options struct {
 	HealthWorkers int
 	// CELCostLimit bounds the cost of one evaluation of a health rule.
 	CELCostLimit uint64
+	// Render bounds every render.
+	Render render.Limits
+	// RenderConcurrency is how many charts are templated at once.
+	RenderConcurrency int
 	// LeaderElection elects the replica that runs the loops.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 
@@ -96,6 +101,10 @@ func NewOptions() *Options {
 		CompareWorkers: compare.DefaultWorkers,
 		HealthWorkers:  4,
 		CELCostLimit:   health.DefaultCostLimit,
+		Render: render.Limits{
+			Timeout: render.DefaultTimeout, MaxObjects: render.DefaultMaxObjects, MaxBytes: render.DefaultMaxBytes,
+		},
+		RenderConcurrency: 4,
 		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 			LeaderElect:       true,
 			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -149,6 +158,15 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	observer.IntVar(&o.CompareWorkers, "compare-workers", o.CompareWorkers, "Objects of one Release compared at once.")
 	observer.IntVar(&o.HealthWorkers, "health-workers", o.HealthWorkers, "Releases the health loop assesses at once.")
 	observer.Uint64Var(&o.CELCostLimit, "cel-cost-limit", o.CELCostLimit, "Cost limit of one evaluation of a health rule; a rule past it is Unknown.")
+
+	renders := fss.FlagSet("renders")
+	renders.DurationVar(&o.Render.Timeout, "render-timeout", o.Render.Timeout,
+		"Longest render of a Release; a chart's templating is stopped (its process killed) at it (RenderTimeout).")
+	renders.IntVar(&o.Render.MaxObjects, "max-render-objects", o.Render.MaxObjects, "Most objects a render may hold (TooManyObjects).")
+	renders.IntVar(&o.Render.MaxBytes, "max-render-bytes", o.Render.MaxBytes,
+		"Most bytes of JSON a render may take, and a stored render may inflate to (RenderTooLarge, StoredRenderTooLarge).")
+	renders.IntVar(&o.RenderConcurrency, "max-concurrent-renders", o.RenderConcurrency,
+		"Charts templated at once, by the loops and the subresources together; a render waits for a slot within its timeout.")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	return fss
 }
@@ -204,6 +222,9 @@ func (o *Options) Validate() error {
 	if le := o.LeaderElection; le.LeaderElect && (le.LeaseDuration.Duration <= le.RenewDeadline.Duration || le.RenewDeadline.Duration <= le.RetryPeriod.Duration || le.RetryPeriod.Duration <= 0) {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration > renew deadline > retry period > 0"))
 	}
+	if o.Render.Timeout <= 0 || o.Render.MaxObjects <= 0 || o.Render.MaxBytes <= 0 || o.RenderConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("--render-timeout, --max-render-objects, --max-render-bytes and --max-concurrent-renders must be positive"))
+	}
 	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 || o.HealthWorkers <= 0 || o.CELCostLimit == 0 {
 		errs = append(errs, fmt.Errorf("--drift-workers, --compare-workers, --health-workers and --cel-cost-limit must be positive"))
 	}
@@ -236,14 +257,16 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 	config.Extra = apiserver.ExtraConfig{
-		KubeConfig:     o.restConfig,
-		Target:         o.Target,
-		Resync:         o.Resync,
-		DriftWorkers:   o.DriftWorkers,
-		CompareWorkers: o.CompareWorkers,
-		HealthWorkers:  o.HealthWorkers,
-		CELCostLimit:   o.CELCostLimit,
-		LeaderElection: o.LeaderElection,
+		KubeConfig:        o.restConfig,
+		Target:            o.Target,
+		Resync:            o.Resync,
+		DriftWorkers:      o.DriftWorkers,
+		CompareWorkers:    o.CompareWorkers,
+		HealthWorkers:     o.HealthWorkers,
+		CELCostLimit:      o.CELCostLimit,
+		Render:            o.Render,
+		RenderConcurrency: o.RenderConcurrency,
+		LeaderElection:    o.LeaderElection,
 	}
 	return config, nil
 }

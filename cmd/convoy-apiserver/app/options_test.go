@@ -18,6 +18,9 @@ func TestValidate(t *testing.T) {
 		{name: "no cost limit", change: func(o *Options) { o.CELCostLimit = 0 }, wantErr: "--cel-cost-limit"},
 		{name: "negative resync", change: func(o *Options) { o.Resync = -time.Second }, wantErr: "--resync"},
 		{name: "no target timeout", change: func(o *Options) { o.Target.Timeout = 0 }, wantErr: "--target-timeout"},
+		{name: "no render timeout", change: func(o *Options) { o.Render.Timeout = 0 }, wantErr: "--render-timeout"},
+		{name: "no render slot", change: func(o *Options) { o.RenderConcurrency = 0 }, wantErr: "--max-concurrent-renders"},
+		{name: "no ServiceAccount", change: func(o *Options) { o.Target.DefaultServiceAccount = "Not_A_Name" }, wantErr: "--default-service-account"},
 		{name: "renew deadline past the lease", change: func(o *Options) { o.LeaderElection.RenewDeadline.Duration = time.Minute }, wantErr: "leader election"},
 		{name: "leader election off ignores its timing", change: func(o *Options) {
 			o.LeaderElection.LeaderElect = false
@@ -41,7 +44,8 @@ func TestValidate(t *testing.T) {
 func TestFlags(t *testing.T) {
 	fs := NewOptions().Flags()
 	for _, name := range []string{"kubeconfig", "resync", "target-qps", "target-burst", "target-timeout", "drift-workers",
-		"health-workers", "compare-workers", "cel-cost-limit", "leader-elect", "leader-elect-lease-duration", "secure-port"} {
+		"health-workers", "compare-workers", "cel-cost-limit", "leader-elect", "leader-elect-lease-duration", "secure-port",
+		"default-service-account", "allow-loopback-clusters", "render-timeout", "max-render-objects", "max-render-bytes", "max-concurrent-renders"} {
 		found := false
 		for _, set := range fs.FlagSets {
 			if set.Lookup(name) != nil {

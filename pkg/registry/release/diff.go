@@ -47,7 +47,8 @@ func (*DiffREST) NewGetOptions() (runtime.Object, bool, string) {
 }
 
 // Get compares the desired render of the Release name with the live objects.
-func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object) (runtime.Object, error) {
+func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object) (_ runtime.Object, err error) {
+	defer recoverAsInternalError(ctx, &err)
 	release, ref, err := getRelease(ctx, r.releases, name, options)
 	if err != nil {
 		return nil, err

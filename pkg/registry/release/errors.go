@@ -1,6 +1,7 @@
 package release
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
@@ -45,6 +47,9 @@ func resolveError(release *convoyv1alpha1.Release, ref string, err error) error 
 	case errors.Is(err, render.ErrNotStored):
 		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
 			fmt.Sprintf("render %s is not in the render store of release %s", ref, id))
+	case errors.As(err, &renderErr) && render.IsLimit(renderErr.Reason):
+		return releaseStatus(release, http.StatusUnprocessableEntity, metav1.StatusReason(renderErr.Reason),
+			fmt.Sprintf("rendering release %s: %s", id, renderErr.Message))
 	case errors.As(err, &renderErr) && renderErr.Reason == render.ReasonInputUnavailable:
 		// The inputs could not be read just now: not the Release's fault.
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("rendering release %s: %s", id, renderErr.Message))
@@ -67,4 +72,14 @@ func releaseStatus(release *convoyv1alpha1.Release, code int32, reason metav1.St
 		Details: &metav1.StatusDetails{Group: subresourcesv1alpha1.GroupName, Kind: "releases", Name: release.Name},
 		Message: message,
 	}}
+}
+
+// recoverAsInternalError turns a panic of a handler into a 500 for the
+// client (*err), with the stack in the log. The generic server would
+// recover it too, but by aborting the connection, which a client through
+// the aggregator sees as an unavailable service.
+func recoverAsInternalError(ctx context.Context, err *error) {
+	if r := recover(); r != nil {
+		*err = apierrors.NewInternalError(errors.New(compare.Panicked(ctx, r)))
+	}
 }

@@ -45,7 +45,8 @@ func (*HealthREST) Destroy() {}
 func (*HealthREST) NamespaceScoped() bool { return true }
 
 // Get returns the health of the Release name.
-func (r *HealthREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+func (r *HealthREST) Get(ctx context.Context, name string, _ *metav1.GetOptions) (_ runtime.Object, err error) {
+	defer recoverAsInternalError(ctx, &err)
 	release, _, err := getRelease(ctx, r.releases, name, &subresourcesv1alpha1.ReleaseRenderOptions{})
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
 // PreviewREST serves GET releases/NAME/preview: the desired render, the same
@@ -25,6 +26,7 @@ import (
 type PreviewREST struct {
 	releases convoyclient.ReleasesGetter
 	targets  cluster.Targets
+	render   *render.Engine
 	redactor *redact.Redactor
 	rest.TableConvertor
 }
@@ -35,8 +37,8 @@ var (
 )
 
 // NewPreviewREST returns the storage of releases/preview.
-func NewPreviewREST(releases convoyclient.ReleasesGetter, targets cluster.Targets, redactor *redact.Redactor) *PreviewREST {
-	return &PreviewREST{releases: releases, targets: targets, redactor: redactor, TableConvertor: previewTable}
+func NewPreviewREST(releases convoyclient.ReleasesGetter, targets cluster.Targets, renderEngine *render.Engine, redactor *redact.Redactor) *PreviewREST {
+	return &PreviewREST{releases: releases, targets: targets, render: renderEngine, redactor: redactor, TableConvertor: previewTable}
 }
 
 // New implements rest.Storage.
@@ -55,7 +57,8 @@ func (*PreviewREST) NewGetOptions() (runtime.Object, bool, string) {
 
 // Get returns the desired render of the Release name, rendered (or read from
 // the render store) as the Release's identity.
-func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Object) (runtime.Object, error) {
+func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Object) (_ runtime.Object, err error) {
+	defer recoverAsInternalError(ctx, &err)
 	release, ref, err := getRelease(ctx, r.releases, name, options)
 	if err != nil {
 		return nil, err
@@ -64,7 +67,7 @@ func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Obje
 	if err != nil {
 		return nil, resolveError(release, ref, err)
 	}
-	result, err := desired.For(access).Resolve(ctx, release, ref)
+	result, err := desired.For(r.render, access).Resolve(ctx, release, ref)
 	if err != nil {
 		return nil, resolveError(release, ref, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -22,6 +23,7 @@ type Engines struct {
 	Releases    convoyclient.ReleasesGetter
 	Inventories convoyclient.ReleaseInventoriesGetter
 	Targets     cluster.Targets
+	Render      *render.Engine
 	Checker     *drift.Checker
 	Redactor    *redact.Redactor
 	Requester   *syncrequest.Requester
@@ -34,7 +36,7 @@ func Storage(e Engines) map[string]rest.Storage {
 		"releases":         &REST{},
 		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
 		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
-		"releases/preview": NewPreviewREST(e.Releases, e.Targets, e.Redactor),
+		"releases/preview": NewPreviewREST(e.Releases, e.Targets, e.Render, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
 	}
 }

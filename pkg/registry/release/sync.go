@@ -40,7 +40,8 @@ func (*SyncREST) Destroy() {}
 func (*SyncREST) NamespaceScoped() bool { return true }
 
 // Create records a sync request for the Release name.
-func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (runtime.Object, error) {
+func (r *SyncREST) Create(ctx context.Context, name string, obj runtime.Object, createValidation rest.ValidateObjectFunc, _ *metav1.CreateOptions) (_ runtime.Object, err error) {
+	defer recoverAsInternalError(ctx, &err)
 	req, ok := obj.(*subresourcesv1alpha1.ReleaseSync)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("expected a ReleaseSync, got %T", obj))

@@ -1,0 +1,144 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Reasons of a render that passed one of its Limits. Each names the limit
+// and the flag that sets it.
+const (
+	// ReasonRenderTimeout: the render took longer than Limits.Timeout
+	// (--render-timeout) and was stopped.
+	ReasonRenderTimeout = "RenderTimeout"
+	// ReasonTooManyObjects: the render holds more than Limits.MaxObjects
+	// (--max-render-objects).
+	ReasonTooManyObjects = "TooManyObjects"
+	// ReasonRenderTooLarge: the render's JSON passes Limits.MaxBytes
+	// (--max-render-bytes).
+	ReasonRenderTooLarge = "RenderTooLarge"
+	// ReasonStoredRenderTooLarge: a stored render inflates past
+	// Limits.MaxBytes (--max-render-bytes).
+	ReasonStoredRenderTooLarge = "StoredRenderTooLarge"
+)
+
+// IsLimit reports whether reason is that of a render past one of its
+// Limits.
+func IsLimit(reason string) bool {
+	switch reason {
+	case ReasonRenderTimeout, ReasonTooManyObjects, ReasonRenderTooLarge, ReasonStoredRenderTooLarge:
+		return true
+	}
+	return false
+}
+
+// Defaults of Limits.
+const (
+	DefaultTimeout    = 30 * time.Second
+	DefaultMaxObjects = 5000
+	DefaultMaxBytes   = 32 << 20
+)
+
+// Limits bound the work of one render, so that one Release cannot hold a
+// core, fill the memory or flood the API server with requests per object.
+type Limits struct {
+	// Timeout bounds one render; a chart's templating is stopped at it
+	// (--render-timeout, default 30s).
+	Timeout time.Duration
+	// MaxObjects bounds the objects of a render (--max-render-objects,
+	// default 5000): the compare sends up to two requests per object.
+	MaxObjects int
+	// MaxBytes bounds the canonical JSON of a render, what a chart's
+	// templating may output and what a stored render may inflate to
+	// (--max-render-bytes, default 32 MiB).
+	MaxBytes int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.MaxObjects <= 0 {
+		l.MaxObjects = DefaultMaxObjects
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	return l
+}
+
+// ChartRunner templates packaged Helm charts.
+type ChartRunner interface {
+	Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error)
+}
+
+// InProcess templates charts in this process. Helm's template engine does
+// not stop at a deadline, so convoy-apiserver uses a Sandbox; tests and
+// tools that render trusted charts use this.
+type InProcess struct{}
+
+// Template implements ChartRunner.
+func (InProcess) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error) {
+	return templateChart(ctx, req)
+}
+
+// Engine holds what every render of convoy-apiserver shares: where charts
+// are templated and the Limits. Renderers and Stores built from it are cheap;
+// build them per Release, with the Release's identity's clients.
+type Engine struct {
+	charts ChartRunner
+	limits Limits
+}
+
+// NewEngine returns an Engine that templates charts with charts (InProcess
+// when nil) within limits (zero fields take their defaults).
+func NewEngine(charts ChartRunner, limits Limits) *Engine {
+	if charts == nil {
+		charts = InProcess{}
+	}
+	return &Engine{charts: charts, limits: limits.withDefaults()}
+}
+
+// defaultEngine templates in process, with the default Limits.
+var defaultEngine = NewEngine(nil, Limits{})
+
+// Limits returns the Engine's limits.
+func (e *Engine) Limits() Limits { return e.limits }
+
+// Renderer returns a Renderer that reads inputs and scopes namespaces with
+// scoper.
+func (e *Engine) Renderer(inputs Inputs, scoper Scoper) *Renderer {
+	return &Renderer{engine: e, inputs: inputs, scoper: scoper}
+}
+
+// Store returns the render store on client.
+func (e *Engine) Store(client kubernetes.Interface) *Store {
+	return &Store{client: client, maxBytes: e.limits.MaxBytes}
+}
+
+// errRenderTimeout is the cause of the deadline of a render.
+var errRenderTimeout = errors.New("render timeout")
+
+// timedOut returns the RenderTimeout error when ctx ended with the render's
+// deadline, nil otherwise.
+func (e *Engine) timedOut(ctx context.Context, where string) *Error {
+	if !errors.Is(context.Cause(ctx), errRenderTimeout) {
+		return nil
+	}
+	return errorf(ReasonRenderTimeout, nil, "%s took longer than the render timeout of %s (--render-timeout) and was stopped", where, e.limits.Timeout)
+}
+
+// checkSize fails a render past MaxObjects or MaxBytes.
+func (e *Engine) checkSize(r *Render) *Error {
+	if n := len(r.Objects); n > e.limits.MaxObjects {
+		return errorf(ReasonTooManyObjects, nil, "the render holds %d objects, more than the limit of %d (--max-render-objects)", n, e.limits.MaxObjects)
+	}
+	if r.Size > e.limits.MaxBytes {
+		return errorf(ReasonRenderTooLarge, nil, "the render is %d bytes of JSON, more than the limit of %d (--max-render-bytes)", r.Size, e.limits.MaxBytes)
+	}
+	return nil
+}

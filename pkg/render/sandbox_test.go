@@ -1,0 +1,147 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// TestMain lets the test binary be a Sandbox's child, as convoy-apiserver's
+// main does.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == ChildArg {
+		os.Exit(RunChild(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+// sandboxed returns a Renderer whose charts are templated by children of
+// this test binary, within limits.
+func sandboxed(t *testing.T, concurrency int, limits Limits, objs ...runtime.Object) *Renderer {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	engine := NewEngine(NewSandbox(exe, concurrency, limits.withDefaults().MaxBytes), limits)
+	return engine.Renderer(ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
+}
+
+// runaway is a chart whose template loops a billion times.
+func runaway(t *testing.T) []byte {
+	return buildChart(t, "runaway", map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: runaway\nversion: 0.1.0\n",
+		"templates/loop.yaml": `{{- range $i := until 1000 }}{{ range $j := until 1000 }}{{ range $k := until 1000 }}{{ end }}{{ end }}{{ end }}
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: never}
+`,
+	})
+}
+
+// children lists the processes of this test's Sandboxes still running.
+func children(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	require.NoError(t, err)
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(string(cmdline), ChildArg) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 2 && fields[0] != "Z" && fields[1] == strconv.Itoa(os.Getpid()) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestSandboxRendersAsInProcess(t *testing.T) {
+	tgz := buildChart(t, "mychart", testChartFiles())
+	objs := []runtime.Object{chartConfigMap("src", tgz),
+		configMap("vals", map[string]string{"values.yaml": "shared: configmap\nimage: {tag: \"2.0\"}\nreplicas: 2\n"})}
+	rel := release("src", func(s *convoyv1alpha1.ReleaseSpec) {
+		s.Content = &convoyv1alpha1.ReleaseContent{
+			ValuesFrom: []convoyv1alpha1.ValuesReference{{Kind: "ConfigMap", Name: "vals"}},
+			Values:     raw(t, map[string]any{"shared": "inline", "ratio": 1.5}),
+		}
+	})
+	inProcess := renderOK(t, newTestRenderer(objs...), rel)
+	child := renderOK(t, sandboxed(t, 2, Limits{}, objs...), rel)
+	assert.Equal(t, inProcess.Ref, child.Ref, "the same render, the same renderRef")
+	assert.Equal(t, keys(inProcess.Objects), keys(child.Objects))
+	assert.Empty(t, children(t))
+
+	// Errors of the chart come back as they are.
+	bad := sandboxed(t, 1, Limits{}, chartConfigMap("src", []byte("not a chart")))
+	rerr := renderErr(t, bad, release("src"), ReasonChartInvalid)
+	assert.Contains(t, rerr.Message, "configMap demo/src binaryData chart.tgz is not a Helm chart")
+}
+
+// A runaway template is stopped at the render timeout: the child is killed,
+// so no core stays busy after the render failed.
+func TestSandboxStopsARunawayTemplate(t *testing.T) {
+	r := sandboxed(t, 1, Limits{Timeout: time.Second}, chartConfigMap("src", runaway(t)))
+	rerr := renderErr(t, r, release("src"), ReasonRenderTimeout)
+	assert.Contains(t, rerr.Message, "configMap demo/src binaryData chart.tgz: templating the chart took longer than the render timeout (--render-timeout) and was stopped")
+	assert.Empty(t, children(t), "the child was killed")
+}
+
+// Renders share the slots: with one slot taken by a runaway chart, another
+// chart waits, and fails at its own timeout without starting a child.
+func TestSandboxSlots(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	engine := NewEngine(NewSandbox(exe, 1, DefaultMaxBytes), Limits{Timeout: 2 * time.Second})
+	client := fake.NewClientset(chartConfigMap("runaway", runaway(t)), chartConfigMap("small", buildChart(t, "mychart", testChartFiles())))
+	r := engine.Renderer(ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = r.Render(context.Background(), release("runaway")) })
+	time.Sleep(200 * time.Millisecond) // the runaway takes the slot
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = r.Render(short, release("small"))
+	var rerr *Error
+	require.True(t, errors.As(err, &rerr), "%v", err)
+	assert.Contains(t, rerr.Message, "waiting for one of the renders running now")
+	wg.Wait()
+}
+
+func TestSandboxBoundsItsOutput(t *testing.T) {
+	files := map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: big\nversion: 0.1.0\n",
+		"templates/many.yaml": "{{- range $i := until 200 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-{{ $i }}}\ndata: {x: {{ repeat 1000 \"x\" | quote }}}\n{{- end }}\n",
+	}
+	r := sandboxed(t, 1, Limits{MaxBytes: 64 << 10}, chartConfigMap("src", buildChart(t, "big", files)))
+	rerr := renderErr(t, r, release("src"), ReasonRenderTooLarge)
+	assert.Contains(t, rerr.Message, "--max-render-bytes")
+}
+
+func TestSandboxChildThatFails(t *testing.T) {
+	engine := NewEngine(NewSandbox("/bin/false", 1, DefaultMaxBytes), Limits{})
+	r := engine.Renderer(ClientInputs{Client: fake.NewClientset(chartConfigMap("src", runaway(t)))}, MapperScoper{Mapper: testMapper()})
+	rerr := renderErr(t, r, release("src"), ReasonTemplateFailed)
+	assert.Contains(t, rerr.Message, "the render process failed")
+}
