@@ -97,6 +97,13 @@ func (c *Compiler) Forget(uid types.UID) {
 	delete(c.cache, uid)
 }
 
+// Cached returns how many rule sets the Compiler keeps programs of.
+func (c *Compiler) Cached() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cache)
+}
+
 // CompiledRule is one rule, compiled.
 type CompiledRule struct {
 	// Set is the rule set of the rule, without its Rules.

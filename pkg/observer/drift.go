@@ -66,7 +66,7 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 			}
 		},
 		DeleteFunc: func(obj any) {
-			if r, ok := obj.(*convoyv1alpha1.Release); ok {
+			if r, ok := releaseOf(obj); ok {
 				status.Forget(r.UID)
 			}
 		},
@@ -87,6 +87,15 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 		return nil, fmt.Errorf("watching release inventories: %w", err)
 	}
 	return l, nil
+}
+
+// releaseOf returns the Release of a delete event, also from a tombstone.
+func releaseOf(obj any) (*convoyv1alpha1.Release, bool) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	r, ok := obj.(*convoyv1alpha1.Release)
+	return r, ok
 }
 
 // renderRefs lists the distinct renderRefs of an inventory, sorted.

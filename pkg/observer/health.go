@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -61,8 +62,9 @@ type HealthLoop struct {
 }
 
 // NewHealthLoop returns a HealthLoop. Its passes start on: a Release created,
-// its spec or status.lastAttempted changed; its inventory's spec changed; any
-// rule set changed; the informer resync; and the re-check delays.
+// its spec or status.lastAttempted changed; its inventory's spec changed; a
+// change of a rule set it selects; the informer resync; and the re-check
+// delays.
 func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, writer *inventory.Writer,
 	status *StatusWriter, requester *syncrequest.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
 	l := &HealthLoop{
@@ -94,6 +96,11 @@ func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *healt
 					l.enqueue(cur)
 				}
 			},
+			DeleteFunc: func(obj any) {
+				if r, ok := releaseOf(obj); ok {
+					l.forget(cache.ObjectName{Namespace: r.Namespace, Name: r.Name})
+				}
+			},
 		}},
 		{inf.Inventories.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: l.enqueue,
@@ -122,19 +129,79 @@ func equalRecord(a, b *convoyv1alpha1.RenderRecord) bool {
 	return a.RenderRef == b.RenderRef
 }
 
-// ruleSetHandler checks every Release again when a rule set changes.
+// ruleSetHandler checks again the Releases that select a rule set, with its
+// labels before or after, when it is created, changed or deleted, and
+// releases the compiled programs of a set whose rules changed or that is
+// gone. The informer's resync of rule sets (nothing changed) starts nothing.
 func (l *HealthLoop) ruleSetHandler() cache.ResourceEventHandlerFuncs {
-	all := func(any) {
-		releases, err := l.releases.List(labels.Everything())
-		if err != nil {
-			utilruntime.HandleError(err)
-			return
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: l.enqueueSelecting,
+		UpdateFunc: func(oldObj, newObj any) {
+			old, oldOK := oldObj.(metav1.Object)
+			cur, curOK := newObj.(metav1.Object)
+			if !oldOK || !curOK || old.GetResourceVersion() == cur.GetResourceVersion() {
+				return
+			}
+			if old.GetGeneration() != cur.GetGeneration() {
+				l.compiler.Forget(old.GetUID())
+			}
+			l.enqueueSelecting(oldObj)
+			l.enqueueSelecting(newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tombstone.Obj
+			}
+			if set, ok := obj.(metav1.Object); ok {
+				l.compiler.Forget(set.GetUID())
+			}
+			l.enqueueSelecting(obj)
+		},
+	}
+}
+
+// enqueueSelecting enqueues the Releases whose spec.healthAssessment selects
+// the rule set obj (a GlobalHealthRuleSet, or a HealthRuleSet of their
+// namespace). A Release whose selector is not valid is enqueued too: it is
+// Cannot assess either way, and a pass tells.
+func (l *HealthLoop) enqueueSelecting(obj any) {
+	var (
+		releases []*convoyv1alpha1.Release
+		err      error
+		set      labels.Set
+		selector func(*convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector
+	)
+	switch s := obj.(type) {
+	case *convoyv1alpha1.GlobalHealthRuleSet:
+		set, selector = s.Labels, func(ha *convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector { return ha.GlobalRuleSetSelector }
+		releases, err = l.releases.List(labels.Everything())
+	case *convoyv1alpha1.HealthRuleSet:
+		set, selector = s.Labels, func(ha *convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector { return ha.LocalRuleSetSelector }
+		releases, err = l.releases.Releases(s.Namespace).List(labels.Everything())
+	default:
+		return
+	}
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, r := range releases {
+		ha := r.Spec.HealthAssessment
+		if ha == nil {
+			continue
 		}
-		for _, r := range releases {
+		sel, err := metav1.LabelSelectorAsSelector(selector(ha).AsMetav1())
+		if err != nil || sel.Matches(set) {
 			l.enqueue(r)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{AddFunc: all, UpdateFunc: func(_, n any) { all(n) }, DeleteFunc: all}
+}
+
+// forget drops what the loop keeps of a Release that is gone.
+func (l *HealthLoop) forget(key cache.ObjectName) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.delays, key)
 }
 
 // nextDelay returns when to check key again: at interval when settled, else
@@ -163,7 +230,7 @@ func (l *HealthLoop) nextDelay(key cache.ObjectName, settled bool, interval time
 func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
 	release, err := l.releases.Releases(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		l.nextDelay(key, true, 0)
+		l.forget(key)
 		return 0, nil
 	}
 	if err != nil {
