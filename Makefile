@@ -6,7 +6,7 @@ BIN_DIR   := bin
 LOCAL_DIR ?= $(or $(CONVOY_LOCAL_DIR),.local)
 GOTEST_FLAGS ?=
 
-.PHONY: all build testbin test test-unit test-e2e verify run bench clean
+.PHONY: all build testbin test test-unit test-e2e verify run bench fuzz clean
 
 all: build
 
@@ -35,6 +35,12 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd hack/tools/testbin && $(GO) mod verify >/dev/null
+
+## fuzz: every native fuzz target for FUZZTIME each (default 1m, or a count
+## such as 300x); a crash is written to testdata/fuzz/ and becomes a test case
+FUZZTIME ?= 1m
+fuzz:
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 ## run: a local control plane with convoy-apiserver and an example Release, until Ctrl-C
 run: build

@@ -173,10 +173,14 @@ func (l *HealthLoop) enqueueSelecting(obj any) {
 	)
 	switch s := obj.(type) {
 	case *convoyv1alpha1.GlobalHealthRuleSet:
-		set, selector = s.Labels, func(ha *convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector { return ha.GlobalRuleSetSelector }
+		set, selector = s.Labels, func(ha *convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector {
+			return ha.GlobalRuleSetSelector
+		}
 		releases, err = l.releases.List(labels.Everything())
 	case *convoyv1alpha1.HealthRuleSet:
-		set, selector = s.Labels, func(ha *convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector { return ha.LocalRuleSetSelector }
+		set, selector = s.Labels, func(ha *convoyv1alpha1.HealthAssessment) *convoyv1alpha1.LabelSelector {
+			return ha.LocalRuleSetSelector
+		}
 		releases, err = l.releases.Releases(s.Namespace).List(labels.Everything())
 	default:
 		return

@@ -38,6 +38,13 @@ func onCluster(name string) releaseOption {
 func newDriftRelease(t *testing.T, namespace, name string, files map[string]string, opts ...releaseOption) *convoyv1alpha1.Release {
 	t.Helper()
 	setManifests(t, namespace, name, files)
+	return createRelease(t, namespace, name, opts...)
+}
+
+// createRelease creates a Release that renders the ConfigMap name+"-manifests",
+// checked every passInterval.
+func createRelease(t *testing.T, namespace, name string, opts ...releaseOption) *convoyv1alpha1.Release {
+	t.Helper()
 	interval, err := time.ParseDuration(passInterval)
 	require.NoError(t, err)
 	r := &convoyv1alpha1.Release{

@@ -81,8 +81,9 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		ConvoyAPIServer: convoyBin,
 		// The second cluster of the e2e tests runs on loopback. No resync
 		// within a run: the tests of triggers see every pass they cause,
-		// and TestDriftResyncStartsAPass starts a replica that resyncs.
-		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--resync=1h",
+		// and TestDriftResyncStartsAPass starts a replica that resyncs. A
+		// runaway chart is stopped after 5s.
+		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--resync=1h", "--render-timeout=5s",
 			"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
 		Out: os.Stderr,
 	})
