@@ -26,6 +26,7 @@ for t in "${targets[@]}"; do
   out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel 2 "$pkg" 2>&1)
   status=$?
   echo "$out" | grep -v '^fuzz: elapsed' | tail -n 20
+  echo "$out" | grep '^fuzz: elapsed' | tail -n 1
   after=$(ls "$corpus" 2>/dev/null | wc -l)
   if [[ $status -ne 0 ]]; then
     if [[ $after -gt $before ]]; then
