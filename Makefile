@@ -6,7 +6,7 @@ BIN_DIR   := bin
 LOCAL_DIR ?= $(or $(CONVOY_LOCAL_DIR),.local)
 GOTEST_FLAGS ?=
 
-.PHONY: all build testbin test test-unit test-e2e verify run bench fuzz clean
+.PHONY: all build testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
 
 all: build
 
@@ -56,6 +56,12 @@ run: build
 bench: build
 	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver
 	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/ ./pkg/health/
+
+## bench-fleet: RELEASES Releases of 20 objects on the local control plane, a
+## cold and a steady round with the caches off and on, in the same run
+RELEASES ?= 1000
+bench-fleet: build
+	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench-fleet --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver --releases $(RELEASES)
 
 clean:
 	rm -rf $(BIN_DIR) $(LOCAL_DIR)

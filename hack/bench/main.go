@@ -95,6 +95,10 @@ func run() error {
 	if out, err := cp.Kubectl("create", "namespace", namespace).CombinedOutput(); err != nil {
 		return fmt.Errorf("create namespace: %w: %s", err, out)
 	}
+	// /diff acts as the Release's ServiceAccount (default of the namespace).
+	if err := cp.GrantServiceAccounts(ctx, namespace); err != nil {
+		return err
+	}
 	if out, err := cp.Kubectl("apply", "--server-side", "--field-manager=convoy", "-f", file).CombinedOutput(); err != nil {
 		return fmt.Errorf("apply: %w: %s", err, out)
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	ConvoyAPIServer string
 	// ConvoyArgs are extra flags for every convoy-apiserver started.
 	ConvoyArgs []string
+	// DeferConvoy keeps Start from starting and registering
+	// convoy-apiserver: StartConvoyAPIServer starts one later.
+	DeferConvoy bool
 	// Out receives progress lines. Nil: discarded.
 	Out io.Writer
 }
@@ -136,7 +139,7 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 			return nil, err
 		}
 	}
-	if o.ConvoyAPIServer != "" {
+	if o.ConvoyAPIServer != "" && !o.DeferConvoy {
 		p, err := c.startConvoy(ctx, nil)
 		if err != nil {
 			return nil, err

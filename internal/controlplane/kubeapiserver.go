@@ -59,7 +59,7 @@ func (c *ControlPlane) startKubeAPIServer(ctx context.Context, spec kubeAPIServe
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		"--endpoint-reconciler-type=none",
-		"--service-cluster-ip-range=10.96.0.0/24",
+		"--service-cluster-ip-range=10.96.0.0/16", // the fleet benchmark has thousands of Services
 		"--authorization-mode=RBAC",
 		"--client-ca-file=" + pk.clientCAFile,
 		"--tls-cert-file=" + certFile,

@@ -10,6 +10,10 @@ import (
 	"regexp"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -105,3 +109,30 @@ func safeFileName(s string) string {
 	}
 	return s
 }
+
+// GrantServiceAccounts binds every ServiceAccount of namespace (the group
+// system:serviceaccounts:NAMESPACE) to a Role that allows everything in it,
+// as a tenant grants the identity of its Releases (see the README,
+// "Tenancy and security").
+func (c *ControlPlane) GrantServiceAccounts(ctx context.Context, namespace string) error {
+	cs, err := kubernetes.NewForConfig(c.kas.config)
+	if err != nil {
+		return err
+	}
+	const name = "release-identities"
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}
+	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Role %s/%s: %w", namespace, name, err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:serviceaccounts:" + namespace}}}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create RoleBinding %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// KubeAPIServerPID is the process id of the primary kube-apiserver.
+func (c *ControlPlane) KubeAPIServerPID() int { return c.kas.proc.pid() }

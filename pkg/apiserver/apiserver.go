@@ -21,6 +21,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/scheme"
@@ -58,6 +59,13 @@ type ExtraConfig struct {
 	// RenderConcurrency is how many charts are templated at once, by the
 	// loops and the subresources together.
 	RenderConcurrency int
+	// Cache turns on the caches of the loops: shared metadata-only LISTs
+	// (Target.ListFreshness), the compare of unchanged objects, renders of
+	// unchanged inputs and verdicts of unchanged objects, each reused for at
+	// most CacheMaxAge; RenderCacheBytes bounds the renders kept.
+	Cache            bool
+	CacheMaxAge      time.Duration
+	RenderCacheBytes int
 	// LeaderElection elects the replica that runs the loops.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 }
@@ -115,11 +123,26 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}
+	// Events and the Lease get clients of their own, each with its own rate
+	// limiter: thousands of Events of a first round never make a pass or a
+	// Lease renewal wait.
+	eventsKube, err := kubernetes.NewForConfig(rest.CopyConfig(x.KubeConfig))
+	if err != nil {
+		return nil, fmt.Errorf("creating the Events client: %w", err)
+	}
+	leaseKube, err := kubernetes.NewForConfig(rest.CopyConfig(x.KubeConfig))
+	if err != nil {
+		return nil, fmt.Errorf("creating the Lease client: %w", err)
+	}
 	convoy, err := convoyclient.NewForConfig(x.KubeConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating the convoy client: %w", err)
 	}
-	targets, err := cluster.NewProvider(x.KubeConfig, convoy.ConvoyV1alpha1(), x.Target)
+	targetOpts := x.Target
+	if !x.Cache {
+		targetOpts.ListFreshness = 0
+	}
+	targets, err := cluster.NewProvider(x.KubeConfig, convoy.ConvoyV1alpha1(), targetOpts)
 	if err != nil {
 		return nil, fmt.Errorf("creating the target cluster clients: %w", err)
 	}
@@ -128,7 +151,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the generic API server: %w", err)
 	}
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventsKube.EventsV1()})
 	eventsCtx, stopEvents := context.WithCancel(context.Background())
 	broadcaster.StartRecordingToSink(eventsCtx.Done())
 	generic.AddPreShutdownHookOrDie("stop-events", func() error { stopEvents(); return nil })
@@ -137,6 +160,7 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	observer.RegisterMetrics()
 	cluster.RegisterMetrics()
+	compare.RegisterMetrics()
 	// Charts are templated by children of this very binary (render.ChildArg),
 	// which the render timeout kills.
 	exe, err := os.Executable()
@@ -145,7 +169,19 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render.MaxBytes), x.Render)
 	redactor := redact.New()
-	checker := drift.NewChecker(targets, renderEngine, compare.NewEngine(redactor, x.CompareWorkers))
+	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
+	if x.Cache {
+		compareEngine = compareEngine.WithCache(compare.NewResultCache(x.CacheMaxAge, clock.RealClock{}))
+	}
+	// /diff reads every object (and, with the cache, skips the dry run of an
+	// unchanged one); the drift loop also uses the shared LISTs and renders.
+	checker := drift.NewChecker(targets, renderEngine, compareEngine)
+	loopChecker := checker
+	var verdicts *health.VerdictCache
+	if x.Cache {
+		loopChecker = checker.WithSnapshots(desired.NewRenderCache(x.RenderCacheBytes, x.CacheMaxAge, clock.RealClock{}))
+		verdicts = health.NewVerdictCache(x.CacheMaxAge, clock.RealClock{})
+	}
 	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
@@ -164,7 +200,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	obs := observer.New(observer.Config{
 		Convoy:         convoy,
 		Kube:           kube,
-		Checker:        checker,
+		LeaseKube:      leaseKube,
+		Verdicts:       verdicts,
+		Checker:        loopChecker,
 		Targets:        targets,
 		Requester:      requester,
 		Recorder:       recorder,

@@ -13,7 +13,7 @@ import (
 var targetRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 	Subsystem:      "convoy_target",
 	Name:           "requests_total",
-	Help:           "Requests to target clusters by cluster (\"\" is the local one), operation (read, dry_run, discovery, other) and HTTP code (\"error\" when there is no answer).",
+	Help:           "Requests to target clusters by cluster (\"\" is the local one), operation (read, list, dry_run, discovery, other) and HTTP code (\"error\" when there is no answer).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cluster", "operation", "code"})
 
@@ -41,7 +41,8 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, err
 }
 
-// operation tells a read, a server-side apply dry run and discovery apart.
+// operation tells a read, a list, a server-side apply dry run and discovery
+// apart.
 func operation(req *http.Request) string {
 	path := strings.TrimSuffix(req.URL.Path, "/")
 	switch {
@@ -49,8 +50,31 @@ func operation(req *http.Request) string {
 		return "dry_run"
 	case req.Method == http.MethodGet && (path == "/api" || path == "/apis" || strings.Count(path, "/") <= 3 && strings.HasPrefix(path, "/apis/") || path == "/api/v1"):
 		return "discovery"
+	case req.Method == http.MethodGet && isCollection(path):
+		return "list"
 	case req.Method == http.MethodGet:
 		return "read"
 	}
 	return "other"
+}
+
+// isCollection reports whether path names a collection: /api/v1/R,
+// /api/v1/namespaces/NS/R, /apis/G/V/R or /apis/G/V/namespaces/NS/R (not
+// namespaces themselves, whose items are one segment deeper).
+func isCollection(path string) bool {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(parts) > 0 && parts[0] == "apis" {
+		parts = parts[1:] // the group
+	}
+	if len(parts) < 3 {
+		return false
+	}
+	rest := parts[2:] // after api(s)/(group/)version
+	switch len(rest) {
+	case 1:
+		return true // a cluster-scoped collection, or namespaces
+	case 3:
+		return rest[0] == "namespaces" // namespaces/NS/R
+	}
+	return false
 }

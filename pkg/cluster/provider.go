@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/utils/clock"
@@ -100,6 +101,9 @@ type Target struct {
 	// survives from one pass to the next. On the local cluster every
 	// identity shares one Mapper: discovery is the same for every user.
 	Mapper *Mapper
+	// Snapshots shares metadata-only LISTs of the cluster, as the Target's
+	// identity, between passes; nil when Options.ListFreshness is 0.
+	Snapshots *Snapshots
 }
 
 // Access is what a Release may use: its identity, the cluster
@@ -110,6 +114,9 @@ type Access struct {
 	// Home is the cluster convoy-apiserver runs in, as Identity: the
 	// Release's inputs (source, valuesFrom, render store) are read with it.
 	Home kubernetes.Interface
+	// HomeSnapshots shares metadata-only LISTs of that cluster as Identity
+	// (the resourceVersions of the inputs); nil when lists are off.
+	HomeSnapshots *Snapshots
 	// Target is the target cluster: the local cluster as Identity when the
 	// Release has no spec.cluster, else its Cluster with the kubeconfig's
 	// own credentials.
@@ -150,6 +157,9 @@ type Options struct {
 	// address, for local development. Link-local addresses are always
 	// refused.
 	AllowLoopback bool
+	// ListFreshness is how long a metadata-only LIST (Target.Snapshots) is
+	// shared between passes; 0: no LIST, objects are read one by one.
+	ListFreshness time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -265,7 +275,7 @@ func (p *Provider) ForRelease(ctx context.Context, release *convoyv1alpha1.Relea
 	if err != nil {
 		return nil, err
 	}
-	access := &Access{Identity: id, Home: home.kube, Target: home.target}
+	access := &Access{Identity: id, Home: home.kube, HomeSnapshots: home.target.Snapshots, Target: home.target}
 	if release.Spec.Cluster != nil && release.Spec.Cluster.Name != "" {
 		if access.Target, err = p.forCluster(ctx, id, home.kube, release.Namespace, release.Spec.Cluster.Name); err != nil {
 			return nil, err
@@ -309,10 +319,27 @@ func (p *Provider) impersonate(id Identity) (*homeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
+	snapshots, err := p.snapshots(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
 	return &homeClients{
 		kube:   kube,
-		target: &Target{Name: "", Config: cfg, HTTPClient: hc, Dynamic: dyn, Mapper: p.local.Mapper},
+		target: &Target{Name: "", Config: cfg, HTTPClient: hc, Dynamic: dyn, Mapper: p.local.Mapper, Snapshots: snapshots},
 	}, nil
+}
+
+// snapshots returns the Snapshots of a Target's clients; nil when lists are
+// off.
+func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, error) {
+	if p.opts.ListFreshness <= 0 {
+		return nil, nil
+	}
+	meta, err := metadata.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("metadata client: %w", err)
+	}
+	return NewSnapshots(meta, p.opts.ListFreshness, clock.RealClock{}), nil
 }
 
 // forCluster returns the Target of the Cluster namespace/name, built from the
@@ -418,12 +445,17 @@ func (p *Provider) newTarget(name string, cfg *rest.Config, policy *AddressPolic
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
+	snapshots, err := p.snapshots(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
 	return &Target{
 		Name:       name,
 		Config:     cfg,
 		HTTPClient: hc,
 		Dynamic:    dyn,
 		Mapper:     NewMapper(disc, clock.RealClock{}, DefaultRefreshInterval),
+		Snapshots:  snapshots,
 	}, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
 // FieldManager is the field manager of the dry run: the one convoy's
@@ -32,14 +34,44 @@ type DynamicClient struct {
 	Dynamic dynamic.Interface
 	Mapper  meta.RESTMapper
 	// Identity names whom the requests are made as ("ServiceAccount
-	// team-a/deployer"), for the message of a refusal.
+	// team-a/deployer"), for the message of a refusal and the cache.
 	Identity string
+	// ClusterName names the cluster ("" for the local one), for the cache.
+	ClusterName string
+	// Snapshots, when set, tell the resourceVersions of live objects from
+	// shared metadata-only LISTs.
+	Snapshots *cluster.Snapshots
 }
 
 var (
 	_ Client     = &DynamicClient{}
 	_ Identified = &DynamicClient{}
+	_ Located    = &DynamicClient{}
+	_ Lister     = &DynamicClient{}
 )
+
+// Cluster implements Located.
+func (c *DynamicClient) Cluster() string { return c.ClusterName }
+
+// ResourceVersion implements Lister with the Snapshots.
+func (c *DynamicClient) ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (string, bool, bool) {
+	if c.Snapshots == nil {
+		return "", false, false
+	}
+	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return "", false, false
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		namespace = ""
+	}
+	snap, err := c.Snapshots.Get(ctx, mapping.Resource, namespace)
+	if err != nil {
+		return "", false, false
+	}
+	rv, exists := snap.ResourceVersion(name)
+	return rv, exists, true
+}
 
 // Identified is a Client that names whom its requests are made as. The
 // Engine says so in the message of a refusal (401, 403).

@@ -40,6 +40,8 @@ const messagePaths = 3
 type Engine struct {
 	redactor *redact.Redactor
 	workers  int
+	// cache, when set, reuses the compare of unchanged objects.
+	cache *ResultCache
 }
 
 // NewEngine returns an Engine that redacts with redactor (a nil redactor
@@ -54,6 +56,16 @@ func NewEngine(redactor *redact.Redactor, workers int) *Engine {
 		workers = DefaultWorkers
 	}
 	return &Engine{redactor: redactor, workers: workers}
+}
+
+// WithCache returns a copy of e that reuses, from cache, the compare of an
+// object whose desired state, live resourceVersion, identity and cluster
+// did not change (no dry run), and, with a Client that is a Lister, learns
+// the live resourceVersion from a shared LIST (no read either).
+func (e *Engine) WithCache(cache *ResultCache) *Engine {
+	c := *e
+	c.cache = cache
+	return &c
 }
 
 // Result is the outcome of a compare.
@@ -194,9 +206,38 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 		Namespace: obj.GetNamespace(),
 		Name:      obj.GetName(),
 	}
+	var (
+		key  resultKey
+		hash [32]byte
+	)
+	cached := e.cache != nil
+	if cached {
+		key = resultKey{who: who, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+		if l, ok := c.(Located); ok {
+			key.cluster = l.Cluster()
+		}
+		var err error
+		if hash, err = hashOf(obj); err != nil {
+			cached = false
+		}
+	}
+	if cached {
+		// Unchanged since a shared LIST saw it: no read, no dry run. An
+		// object the LIST did not see is read: it may be newer than the LIST.
+		if l, ok := c.(Lister); ok {
+			if rv, exists, known := l.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists {
+				if diff, ok := e.cache.get(key, hash, rv); ok {
+					return diff, nil
+				}
+			}
+		}
+	}
 	live, err := c.Get(ctx, gvk, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		if apierrors.IsNotFound(err) && !isResourceNotServed(err) {
+			if cached {
+				e.cache.forget(key)
+			}
 			d.Status = subresourcesv1alpha1.ObjectMissing
 			return d, nil
 		}
@@ -204,6 +245,11 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 	}
 	if live == nil {
 		return d, e.failure(obj, who, stepGet, errors.New("the client returned no object"))
+	}
+	if cached {
+		if diff, ok := e.cache.get(key, hash, live.GetResourceVersion()); ok {
+			return diff, nil
+		}
 	}
 	dryRun, err := c.DryRunApply(ctx, obj)
 	if err != nil {
@@ -220,6 +266,9 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 		d.Status = subresourcesv1alpha1.ObjectInSync
 	} else {
 		d.Status = subresourcesv1alpha1.ObjectModified
+	}
+	if cached {
+		e.cache.put(key, hash, live.GetResourceVersion(), d)
 	}
 	return d, nil
 }

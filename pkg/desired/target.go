@@ -9,8 +9,13 @@ import (
 // with engine (its chart runner and limits), reads the Release's inputs and
 // its render store on the cluster convoy-apiserver runs in as the Release's
 // identity (access.Home), and scopes the namespaces of a fresh render with
-// the REST mapper of its target cluster. Building one costs no request.
-func For(engine *render.Engine, access *cluster.Access) *Resolver {
-	renderer := engine.Renderer(render.ClientInputs{Client: access.Home}, access.Target.Mapper)
+// the REST mapper of its target cluster. With a cache (may be nil), a fresh
+// render whose inputs did not change is reused. Building one costs no
+// request.
+func For(engine *render.Engine, cache *RenderCache, access *cluster.Access) *Resolver {
+	var renderer Renderer = engine.Renderer(render.ClientInputs{Client: access.Home}, access.Target.Mapper)
+	if cache != nil {
+		renderer = cache.Renderer(renderer, access)
+	}
 	return NewResolver(renderer, engine.Store(access.Home))
 }

@@ -68,12 +68,29 @@ type Checker struct {
 	targets cluster.Targets
 	render  *render.Engine
 	engine  *compare.Engine
+	// renders and lists, when set, reuse fresh renders whose inputs did not
+	// change and learn live resourceVersions from shared LISTs.
+	renders *desired.RenderCache
+	lists   bool
 }
 
 // NewChecker returns a Checker that gets each Release's Access from targets,
-// renders with renderEngine and compares with engine.
+// renders with renderEngine and compares with engine. Every check reads
+// each object (and reuses a compare only when engine has a cache and the
+// object's resourceVersion did not change).
 func NewChecker(targets cluster.Targets, renderEngine *render.Engine, engine *compare.Engine) *Checker {
 	return &Checker{targets: targets, render: renderEngine, engine: engine}
+}
+
+// WithSnapshots returns a copy of c whose checks also reuse renders from
+// renders and learn the resourceVersions of live objects from the Targets'
+// shared metadata-only LISTs (cluster.Snapshots), so that an unchanged
+// object costs no request: what the drift loop uses. A change shows at the
+// first check whose LIST is newer than it.
+func (c *Checker) WithSnapshots(renders *desired.RenderCache) *Checker {
+	d := *c
+	d.renders, d.lists = renders, true
+	return &d
 }
 
 // Check compares the desired render of release (or the stored render ref,
@@ -102,14 +119,18 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, re
 		}
 		return &Report{Result: compare.Undetermined(cluster.ReasonClusterNotFound, err.Error())}, nil
 	}
-	want, err := desired.For(c.render, access).Resolve(ctx, release, ref)
+	want, err := desired.For(c.render, c.renders, access).Resolve(ctx, release, ref)
 	if err != nil {
 		if ref != "" && errors.Is(err, render.ErrNotStored) {
 			return nil, err
 		}
 		return &Report{Result: resolveFailure(access, err)}, nil
 	}
-	client := &compare.DynamicClient{Dynamic: access.Target.Dynamic, Mapper: access.Target.Mapper, Identity: access.Who()}
+	client := &compare.DynamicClient{Dynamic: access.Target.Dynamic, Mapper: access.Target.Mapper,
+		Identity: access.Who(), ClusterName: access.Target.Name}
+	if c.lists {
+		client.Snapshots = access.Target.Snapshots
+	}
 	return &Report{Result: c.engine.Compare(ctx, client, want.Objects), Desired: want}, nil
 }
 

@@ -57,6 +57,9 @@ type Input struct {
 	// Reader reads the live objects; it is only used when an entry must be
 	// read.
 	Reader Reader
+	// Verdicts, when set and Reader is a Lister, reuses what the rules said
+	// of an object a LIST saw unchanged.
+	Verdicts *VerdictCache
 	// Now is the time of the pass.
 	Now time.Time
 }
@@ -254,6 +257,23 @@ func assessEntry(ctx context.Context, in Input, entry convoyv1alpha1.InventoryEn
 	if entry.Hook == nil && len(rules) == 0 {
 		return Assess(before, entry, noRule, nil, deadline, in.Now), noRule.Result, nil
 	}
+	lister, cached := in.Reader.(Lister)
+	cached = cached && in.Verdicts != nil
+	var fingerprint string
+	keyOf := func() verdictKey {
+		// After the Lister read something: its Scope is known then.
+		return verdictKey{scope: lister.Scope(), resource: resource, namespace: entry.Namespace, name: entry.Name}
+	}
+	if cached {
+		fingerprint = rulesFingerprint(rules)
+		if rv, exists, known := lister.ResourceVersion(ctx, resource, entry); known && exists {
+			if v, ok := in.Verdicts.get(keyOf(), rv, fingerprint); ok {
+				st := Assess(before, entry, v.verdict, nil, deadline, in.Now)
+				st.HookPhase = v.hook
+				return st, v.verdict.Result, nil
+			}
+		}
+	}
 	obj, readErr := in.Reader.Get(ctx, resource, entry)
 	if readErr != nil {
 		if cause, ok := cannotAssess(readErr); ok {
@@ -267,6 +287,9 @@ func assessEntry(ctx context.Context, in Input, entry convoyv1alpha1.InventoryEn
 	}
 	st := Assess(before, entry, verdict, readErr, deadline, in.Now)
 	st.HookPhase = hookPhase(entry, obj, before)
+	if cached && readErr == nil {
+		in.Verdicts.put(keyOf(), obj.GetResourceVersion(), fingerprint, verdict, st.HookPhase)
+	}
 	return st, verdict.Result, nil
 }
 

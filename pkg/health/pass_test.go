@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
@@ -486,4 +487,58 @@ func TestPassPanicIsCannotAssess(t *testing.T) {
 	assert.Contains(t, out.Condition.Message, "injected panic")
 	assert.Nil(t, out.Summary, "the summary keeps its last value")
 	assert.False(t, out.WriteEntries)
+}
+
+// listingReader is a memReader that a LIST told the resourceVersions of.
+type listingReader struct {
+	*memReader
+	scope  string
+	listed map[string]string // by name
+}
+
+func (r listingReader) Scope() string { return r.scope }
+
+func (r listingReader) ResourceVersion(_ context.Context, _ schema.GroupVersionResource, e convoyv1alpha1.InventoryEntry) (string, bool, bool) {
+	rv, ok := r.listed[e.Name]
+	return rv, ok, true
+}
+
+// An object a LIST saw unchanged is neither read nor evaluated again: its
+// verdict is reused, and its state still follows the deadline.
+func TestPassReusesVerdicts(t *testing.T) {
+	cache := NewVerdictCache(time.Hour, clocktesting.NewFakePassiveClock(t0))
+	reader := newMemReader()
+	obj := deploymentWith(false)
+	obj["metadata"] = map[string]any{"resourceVersion": "1"}
+	reader.objects[webKey] = obj
+	inv := inventoryOf([]convoyv1alpha1.InventoryEntry{webEntry})
+	pass := func(r Reader, rules *Rules, at time.Duration) Outcome {
+		out := Pass(context.Background(), Input{Release: assessedRelease(dur(time.Minute)), Inventory: inv, Rules: rules, Reader: r, Verdicts: cache, Now: t0.Add(at)})
+		inv.Status.Entries = out.Entries
+		return out
+	}
+	rules := readyRules(t)
+	lister := listingReader{memReader: reader, scope: "ServiceAccount shop/a@", listed: map[string]string{"web": "1"}}
+
+	assert.Equal(t, convoyv1alpha1.HealthProgressing, entryOf(t, pass(lister, rules, 0), webKey).State)
+	assert.Len(t, reader.reads, 1)
+	assert.Equal(t, convoyv1alpha1.HealthDegraded, entryOf(t, pass(lister, rules, 2*time.Minute), webKey).State, "the deadline passes on a reused verdict")
+	assert.Len(t, reader.reads, 1, "unchanged: not read again")
+
+	ready := deploymentWith(true)
+	ready["metadata"] = map[string]any{"resourceVersion": "2"}
+	reader.objects[webKey] = ready
+	lister.listed["web"] = "2"
+	assert.Equal(t, convoyv1alpha1.HealthHealthy, entryOf(t, pass(lister, rules, 3*time.Minute), webKey).State)
+	assert.Len(t, reader.reads, 2, "a new resourceVersion is read")
+
+	newRules, err := NewCompiler(0).Compile([]RuleSet{set("ready", 2, rules.All()[0].Rule)})
+	require.NoError(t, err)
+	pass(lister, newRules, 4*time.Minute)
+	assert.Len(t, reader.reads, 3, "new rules: read and evaluated again")
+
+	other := lister
+	other.scope = "ServiceAccount shop/b@"
+	pass(other, newRules, 5*time.Minute)
+	assert.Len(t, reader.reads, 4, "another identity reads for itself")
 }

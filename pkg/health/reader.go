@@ -25,7 +25,7 @@ type ClusterReader struct {
 	err    error
 }
 
-var _ Reader = &ClusterReader{}
+var _ Lister = &ClusterReader{}
 
 // NewClusterReader returns the Reader of release.
 func NewClusterReader(targets cluster.Targets, release *convoyv1alpha1.Release) *ClusterReader {
@@ -72,6 +72,28 @@ func (r *ClusterReader) Get(ctx context.Context, resource schema.GroupVersionRes
 		return nil, readError(access.Who(), entry, err)
 	}
 	return obj, nil
+}
+
+// Scope implements Lister: whom and where the objects are read as.
+func (r *ClusterReader) Scope() string {
+	if r.access == nil {
+		return ""
+	}
+	return r.access.Who() + "@" + r.access.Target.Name
+}
+
+// ResourceVersion implements Lister with the target's Snapshots.
+func (r *ClusterReader) ResourceVersion(ctx context.Context, resource schema.GroupVersionResource, entry convoyv1alpha1.InventoryEntry) (string, bool, bool) {
+	access, err := r.target(ctx)
+	if err != nil || access.Target.Snapshots == nil {
+		return "", false, false
+	}
+	snap, err := access.Target.Snapshots.Get(ctx, resource, entry.Namespace)
+	if err != nil {
+		return "", false, false
+	}
+	rv, exists := snap.ResourceVersion(entry.Name)
+	return rv, exists, true
 }
 
 // readError says what went wrong reading entry as who.

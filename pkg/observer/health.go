@@ -59,6 +59,8 @@ type HealthLoop struct {
 
 	mu     sync.Mutex
 	delays map[cache.ObjectName]time.Duration
+	// verdicts, when set, reuses verdicts of unchanged objects.
+	verdicts *health.VerdictCache
 }
 
 // NewHealthLoop returns a HealthLoop. Its passes start on: a Release created,
@@ -259,6 +261,7 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 		Release:   release,
 		Inventory: inv,
 		Reader:    health.NewClusterReader(l.targets, release),
+		Verdicts:  l.verdicts,
 		Now:       l.clock.Now().Truncate(time.Second),
 	}
 	if ha := release.Spec.HealthAssessment; ha != nil {

@@ -29,8 +29,15 @@ import (
 
 // Config is what the observer's loops run on.
 type Config struct {
-	Convoy    convoyclient.Interface
+	Convoy convoyclient.Interface
+	// Kube is the clientset of the cluster convoy-apiserver runs in; the
+	// Lease is renewed with a clientset of its own (LeaseKube), so that no
+	// pass nor Event can make a renewal wait for the rate limiter.
 	Kube      kubernetes.Interface
+	LeaseKube kubernetes.Interface
+	// Verdicts reuses the rules' verdicts of objects a LIST saw unchanged;
+	// nil: every object with a rule is read.
+	Verdicts  *health.VerdictCache
 	Checker   *drift.Checker
 	Targets   *cluster.Provider
 	Requester *syncrequest.Requester
@@ -89,7 +96,7 @@ func (o *Observer) Run(ctx context.Context) error {
 		return o.runLoops(ctx)
 	}
 	lock, err := resourcelock.New(le.ResourceLock, le.ResourceNamespace, le.ResourceName,
-		o.cfg.Kube.CoreV1(), o.cfg.Kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.identity})
+		o.cfg.LeaseKube.CoreV1(), o.cfg.LeaseKube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: o.identity})
 	if err != nil {
 		return fmt.Errorf("creating the lease lock: %w", err)
 	}
@@ -153,6 +160,7 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	healthLoop.verdicts = c.Verdicts
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {

@@ -82,8 +82,10 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		// The second cluster of the e2e tests runs on loopback. No resync
 		// within a run: the tests of triggers see every pass they cause,
 		// and TestDriftResyncStartsAPass starts a replica that resyncs. A
-		// runaway chart is stopped after 5s.
-		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--resync=1h", "--render-timeout=5s",
+		// runaway chart is stopped after 5s. A compare is reused for 15s at
+		// most, so that a new admission policy shows within it
+		// (TestDriftDryRunRejected).
+		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--resync=1h", "--render-timeout=5s", "--cache-max-age=15s",
 			"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
 		Out: os.Stderr,
 	})

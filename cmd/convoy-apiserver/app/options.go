@@ -32,6 +32,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
@@ -74,6 +75,10 @@ type Options struct {
 	Render render.Limits
 	// RenderConcurrency is how many charts are templated at once.
 	RenderConcurrency int
+	// Cache, CacheMaxAge and RenderCacheBytes: see apiserver.ExtraConfig.
+	Cache            bool
+	CacheMaxAge      time.Duration
+	RenderCacheBytes int
 	// LeaderElection elects the replica that runs the loops.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 
@@ -90,17 +95,21 @@ func NewOptions() *Options {
 		Audit:          genericoptions.NewAuditOptions(),
 		Features:       genericoptions.NewFeatureOptions(),
 		Logs:           logs.NewOptions(),
-		KubeAPIQPS:     50,
-		KubeAPIBurst:   100,
+		KubeAPIQPS:     200,
+		KubeAPIBurst:   400,
 		Resync:         2 * time.Minute,
 		Target: cluster.Options{
 			QPS: cluster.DefaultQPS, Burst: cluster.DefaultBurst, Timeout: cluster.DefaultTimeout,
 			DefaultServiceAccount: cluster.DefaultServiceAccount,
+			ListFreshness:         cluster.DefaultListFreshness,
 		},
-		DriftWorkers:   4,
-		CompareWorkers: compare.DefaultWorkers,
-		HealthWorkers:  4,
-		CELCostLimit:   health.DefaultCostLimit,
+		Cache:            true,
+		CacheMaxAge:      compare.DefaultCacheMaxAge,
+		RenderCacheBytes: desired.DefaultRenderCacheBytes,
+		DriftWorkers:     4,
+		CompareWorkers:   compare.DefaultWorkers,
+		HealthWorkers:    4,
+		CELCostLimit:     health.DefaultCostLimit,
 		Render: render.Limits{
 			Timeout: render.DefaultTimeout, MaxObjects: render.DefaultMaxObjects, MaxBytes: render.DefaultMaxBytes,
 		},
@@ -167,6 +176,15 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Most bytes of JSON a render may take, and a stored render may inflate to (RenderTooLarge, StoredRenderTooLarge).")
 	renders.IntVar(&o.RenderConcurrency, "max-concurrent-renders", o.RenderConcurrency,
 		"Charts templated at once, by the loops and the subresources together; a render waits for a slot within its timeout.")
+
+	caches := fss.FlagSet("caches")
+	caches.BoolVar(&o.Cache, "cache", o.Cache,
+		"Reuse what did not change: shared metadata-only LISTs, the compare (dry run) of an unchanged object, renders of unchanged inputs, verdicts of unchanged objects. Off: every pass reads, renders and dry-runs everything.")
+	caches.DurationVar(&o.CacheMaxAge, "cache-max-age", o.CacheMaxAge,
+		"Longest reuse of a compare, render or verdict: every object gets a real dry run at least this often, so a new admission policy, webhook or CRD default shows within it.")
+	caches.DurationVar(&o.Target.ListFreshness, "list-freshness", o.Target.ListFreshness,
+		"How long a metadata-only LIST is shared between passes; a change on a cluster shows at the first pass whose LIST is newer.")
+	caches.IntVar(&o.RenderCacheBytes, "render-cache-bytes", o.RenderCacheBytes, "Most bytes (of JSON) of renders kept.")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	return fss
 }
@@ -222,6 +240,9 @@ func (o *Options) Validate() error {
 	if le := o.LeaderElection; le.LeaderElect && (le.LeaseDuration.Duration <= le.RenewDeadline.Duration || le.RenewDeadline.Duration <= le.RetryPeriod.Duration || le.RetryPeriod.Duration <= 0) {
 		errs = append(errs, fmt.Errorf("leader election needs lease duration > renew deadline > retry period > 0"))
 	}
+	if o.Cache && (o.CacheMaxAge <= 0 || o.Target.ListFreshness <= 0 || o.RenderCacheBytes <= 0) {
+		errs = append(errs, fmt.Errorf("--cache-max-age, --list-freshness and --render-cache-bytes must be positive with --cache"))
+	}
 	if o.Render.Timeout <= 0 || o.Render.MaxObjects <= 0 || o.Render.MaxBytes <= 0 || o.RenderConcurrency <= 0 {
 		errs = append(errs, fmt.Errorf("--render-timeout, --max-render-objects, --max-render-bytes and --max-concurrent-renders must be positive"))
 	}
@@ -266,6 +287,9 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		CELCostLimit:      o.CELCostLimit,
 		Render:            o.Render,
 		RenderConcurrency: o.RenderConcurrency,
+		Cache:             o.Cache,
+		CacheMaxAge:       o.CacheMaxAge,
+		RenderCacheBytes:  o.RenderCacheBytes,
 		LeaderElection:    o.LeaderElection,
 	}
 	return config, nil

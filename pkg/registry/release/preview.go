@@ -67,7 +67,7 @@ func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Obje
 	if err != nil {
 		return nil, resolveError(release, ref, err)
 	}
-	result, err := desired.For(r.render, access).Resolve(ctx, release, ref)
+	result, err := desired.For(r.render, nil, access).Resolve(ctx, release, ref)
 	if err != nil {
 		return nil, resolveError(release, ref, err)
 	}

@@ -1,0 +1,122 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func partial(namespace, name, rv string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv},
+	}
+}
+
+func TestSnapshotsAreSharedWithinTheFreshnessWindow(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"), partial("shop", "b", "2"), partial("other", "c", "3"))
+	var lists atomic.Int32
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		time.Sleep(20 * time.Millisecond) // callers overlap
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s := NewSnapshots(client, 5*time.Second, clk)
+	ctx := context.Background()
+
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			snap, err := s.Get(ctx, configMaps, "shop")
+			assert.NoError(t, err)
+			rv, ok := snap.ResourceVersion("b")
+			assert.True(t, ok)
+			assert.Equal(t, "2", rv)
+			_, ok = snap.ResourceVersion("c")
+			assert.False(t, ok, "another namespace")
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), lists.Load(), "eight passes, one LIST")
+
+	clk.SetTime(clk.Now().Add(4 * time.Second))
+	_, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), lists.Load(), "still fresh")
+	_, err = s.Get(ctx, configMaps, "other")
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), lists.Load(), "another namespace has its own")
+
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	snap, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), lists.Load(), "past the window: a new LIST")
+	assert.Equal(t, 2, snap.Len())
+}
+
+func TestSnapshotsKeepAnErrorForTheWindow(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme)
+	var lists atomic.Int32
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("may not list"))
+	})
+	s := NewSnapshots(client, time.Minute, clocktesting.NewFakePassiveClock(time.Now()))
+	for range 3 {
+		_, err := s.Get(context.Background(), configMaps, "shop")
+		assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	}
+	assert.Equal(t, int32(1), lists.Load())
+}
+
+// A namespace of many objects is read page by page, as metadata only.
+func TestSnapshotsReadEveryPage(t *testing.T) {
+	pages := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "/api/v1/namespaces/shop/configmaps", r.URL.Path)
+		assert.Equal(t, fmt.Sprint(snapshotPageSize), r.URL.Query().Get("limit"))
+		assert.Contains(t, r.Header.Get("Accept"), "as=PartialObjectMetadataList")
+		assert.Equal(t, fmt.Sprint(pages), cmp.Or(r.URL.Query().Get("continue"), "0"))
+		pages++
+		next := ""
+		if pages < 3 {
+			next = fmt.Sprint(pages)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{"continue":%q},
+			"items":[{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"cm-%d","namespace":"shop","resourceVersion":"%d"}}]}`, next, pages, pages)
+	}))
+	t.Cleanup(srv.Close)
+	client, err := metadata.NewForConfig(&rest.Config{Host: srv.URL})
+	require.NoError(t, err)
+	snap, err := NewSnapshots(client, time.Minute, clocktesting.NewFakePassiveClock(time.Now())).Get(context.Background(), configMaps, "shop")
+	require.NoError(t, err)
+	assert.Equal(t, 3, snap.Len())
+	rv, ok := snap.ResourceVersion("cm-3")
+	assert.True(t, ok)
+	assert.Equal(t, "3", rv)
+}

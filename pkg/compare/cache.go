@@ -1,0 +1,120 @@
+package compare
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+)
+
+// DefaultCacheMaxAge is how long a compare is reused at most: every object
+// goes through a real dry run at least that often, so that a new admission
+// policy, webhook or CRD default shows within it.
+const DefaultCacheMaxAge = 10 * time.Minute
+
+// maxCachedResults bounds the ResultCache: a fleet of 5,000 Releases of 20
+// objects fits twice.
+const maxCachedResults = 200_000
+
+// Lister is a Client that can tell the resourceVersion of a live object
+// without reading it (a shared metadata-only LIST). known is false when it
+// cannot tell (no LIST, or the LIST failed): the Engine then reads.
+type Lister interface {
+	ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (rv string, exists, known bool)
+}
+
+// Located is a Client that names its cluster ("" for the local one), which
+// keys the ResultCache with the identity (Identified).
+type Located interface {
+	Cluster() string
+}
+
+// ResultCache keeps the last compare of each object, keyed by everything
+// its result depends on: the identity and the cluster it was compared as
+// and on, the object, the hash of the desired object and the live object's
+// resourceVersion. A compare whose key is unchanged, and younger than the
+// maximum age, is reused without a dry run. It is safe for concurrent use.
+type ResultCache struct {
+	maxAge time.Duration
+	clock  clock.PassiveClock
+
+	mu      sync.Mutex
+	entries *lru.Cache // resultKey → cachedResult
+}
+
+// NewResultCache returns a ResultCache whose entries are reused for at most
+// maxAge.
+func NewResultCache(maxAge time.Duration, clk clock.PassiveClock) *ResultCache {
+	return &ResultCache{maxAge: maxAge, clock: clk, entries: lru.New(maxCachedResults)}
+}
+
+// resultKey names one object as one identity on one cluster.
+type resultKey struct {
+	who, cluster    string
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+// cachedResult is one compare and what it depended on.
+type cachedResult struct {
+	desired [sha256.Size]byte
+	rv      string
+	at      time.Time
+	diff    subresourcesv1alpha1.ObjectDiff
+}
+
+// get returns the compare of key when the desired object and the live
+// resourceVersion are those it was made with, and it is young enough.
+func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (subresourcesv1alpha1.ObjectDiff, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries.Get(key)
+	if !ok {
+		cacheResults.WithLabelValues("miss").Inc()
+		return subresourcesv1alpha1.ObjectDiff{}, false
+	}
+	r := v.(cachedResult)
+	if r.desired != desired || r.rv != rv || c.clock.Since(r.at) >= c.maxAge {
+		cacheResults.WithLabelValues("miss").Inc()
+		return subresourcesv1alpha1.ObjectDiff{}, false
+	}
+	cacheResults.WithLabelValues("hit").Inc()
+	return r.diff, true
+}
+
+func (c *ResultCache) put(key resultKey, desired [sha256.Size]byte, rv string, diff subresourcesv1alpha1.ObjectDiff) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries.Add(key, cachedResult{desired: desired, rv: rv, at: c.clock.Now(), diff: diff})
+}
+
+func (c *ResultCache) forget(key resultKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries.Remove(key)
+}
+
+// Len returns how many compares the cache holds.
+func (c *ResultCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Len()
+}
+
+// hashOf is the SHA-256 of the JSON of obj (encoding/json sorts map keys,
+// so equal objects hash alike).
+func hashOf(obj *unstructured.Unstructured) ([sha256.Size]byte, error) {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(data), nil
+}

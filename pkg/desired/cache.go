@@ -1,0 +1,156 @@
+package desired
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
+)
+
+// DefaultRenderCacheBytes bounds the renders a RenderCache keeps, by the
+// size of their JSON.
+const DefaultRenderCacheBytes = 64 << 20
+
+var (
+	configMapsResource = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secretsResource    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// RenderCache keeps fresh renders keyed by everything they depend on: the
+// Release (UID and generation: its spec), the identity and target cluster
+// (the target's REST mapper scopes namespaces), and the resourceVersions of
+// its inputs (the source ConfigMap and every valuesFrom object), which a
+// shared metadata-only LIST of the Release's namespace tells without reading
+// them. A render is reused while all are equal, for at most maxAge; a
+// Release whose inputs cannot be listed is rendered every time. It holds at
+// most maxBytes of renders (their JSON), least recently used dropped. It is
+// safe for concurrent use.
+type RenderCache struct {
+	maxBytes int
+	maxAge   time.Duration
+	clock    clock.PassiveClock
+
+	mu      sync.Mutex
+	entries *lru.Cache // string key → cachedRender
+	bytes   int
+}
+
+type cachedRender struct {
+	render *render.Render
+	at     time.Time
+}
+
+// NewRenderCache returns a RenderCache of at most maxBytes whose renders
+// are reused for at most maxAge.
+func NewRenderCache(maxBytes int, maxAge time.Duration, clk clock.PassiveClock) *RenderCache {
+	c := &RenderCache{maxBytes: maxBytes, maxAge: maxAge, clock: clk}
+	c.entries = lru.NewWithEvictionFunc(0, func(_ lru.Key, v any) { c.bytes -= v.(cachedRender).render.Size })
+	return c
+}
+
+// Renderer returns a Renderer that renders with next and reuses the renders
+// of this cache for the Releases that act with access.
+func (c *RenderCache) Renderer(next Renderer, access *cluster.Access) Renderer {
+	return cachingRenderer{cache: c, next: next, access: access}
+}
+
+type cachingRenderer struct {
+	cache  *RenderCache
+	next   Renderer
+	access *cluster.Access
+}
+
+// Render implements Renderer.
+func (r cachingRenderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*render.Render, error) {
+	key, ok := r.cache.key(ctx, r.access, release)
+	if ok {
+		if cached, hit := r.cache.get(key); hit {
+			return cached, nil
+		}
+	}
+	out, err := r.next.Render(ctx, release)
+	if err == nil && ok {
+		r.cache.put(key, out)
+	}
+	return out, err
+}
+
+// key is the key of release's render, false when the resourceVersions of
+// its inputs cannot be had from a LIST.
+func (c *RenderCache) key(ctx context.Context, access *cluster.Access, release *convoyv1alpha1.Release) (string, bool) {
+	src := release.Spec.Source.ConfigMap
+	if access.HomeSnapshots == nil || src == nil {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%d/%s/%s", release.UID, release.Generation, access.Identity.UserName(), access.Target.Name)
+	inputs := []struct {
+		resource schema.GroupVersionResource
+		name     string
+	}{{configMapsResource, src.Name}}
+	if content := release.Spec.Content; content != nil {
+		for _, v := range content.ValuesFrom {
+			res := configMapsResource
+			if v.Kind == "Secret" {
+				res = secretsResource
+			}
+			inputs = append(inputs, struct {
+				resource schema.GroupVersionResource
+				name     string
+			}{res, v.Name})
+		}
+	}
+	for _, in := range inputs {
+		snap, err := access.HomeSnapshots.Get(ctx, in.resource, release.Namespace)
+		if err != nil {
+			return "", false
+		}
+		rv, _ := snap.ResourceVersion(in.name) // "" for a missing one
+		fmt.Fprintf(&b, "/%s:%s@%s", in.resource.Resource, in.name, rv)
+	}
+	return b.String(), true
+}
+
+func (c *RenderCache) get(key string) (*render.Render, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries.Get(key)
+	if !ok {
+		return nil, false
+	}
+	if cached := v.(cachedRender); c.clock.Since(cached.at) < c.maxAge {
+		return cached.render, true
+	}
+	c.entries.Remove(key)
+	return nil, false
+}
+
+func (c *RenderCache) put(key string, r *render.Render) {
+	if r.Size > c.maxBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries.Remove(key)
+	c.entries.Add(key, cachedRender{render: r, at: c.clock.Now()})
+	c.bytes += r.Size
+	for c.bytes > c.maxBytes {
+		c.entries.RemoveOldest()
+	}
+}
+
+// Len returns how many renders the cache holds.
+func (c *RenderCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Len()
+}

@@ -1,0 +1,120 @@
+package desired
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
+)
+
+// countingRenderer counts its renders.
+type countingRenderer struct{ n int }
+
+func (c *countingRenderer) Render(context.Context, *convoyv1alpha1.Release) (*render.Render, error) {
+	c.n++
+	return &render.Render{Ref: freshRef, Size: 100}, nil
+}
+
+func inputMeta(kind, name, rv string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv}}
+}
+
+// Each input of a render changing forces a new render; all equal reuse it.
+func TestRenderCacheKeys(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme,
+		inputMeta("ConfigMap", "web-manifests", "1"), inputMeta("Secret", "creds", "5"))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	// A LIST per call: the test changes the inputs between renders.
+	access := &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "default"},
+		HomeSnapshots: cluster.NewSnapshots(meta, time.Nanosecond, clk), Target: &cluster.Target{}}
+	cache := NewRenderCache(1000, time.Hour, clk)
+	next := &countingRenderer{}
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
+		Spec: convoyv1alpha1.ReleaseSpec{
+			Source:  convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web-manifests"}},
+			Content: &convoyv1alpha1.ReleaseContent{ValuesFrom: []convoyv1alpha1.ValuesReference{{Kind: "Secret", Name: "creds"}}},
+		}}
+	render := func() {
+		clk.Step(time.Millisecond) // past the LISTs' freshness
+		_, err := cache.Renderer(next, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	render()
+	render()
+	assert.Equal(t, 1, next.n, "nothing changed")
+
+	update := func(kind, name, rv string) {
+		gvr := configMapsResource
+		if kind == "Secret" {
+			gvr = secretsResource
+		}
+		_, err := meta.Resource(gvr).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta(kind, name, rv), metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	update("ConfigMap", "web-manifests", "2")
+	render()
+	assert.Equal(t, 2, next.n, "the source changed")
+	update("Secret", "creds", "6")
+	render()
+	assert.Equal(t, 3, next.n, "a valuesFrom object changed")
+	release.Generation = 2
+	render()
+	assert.Equal(t, 4, next.n, "the spec changed")
+	access.Identity.Name = "deployer"
+	render()
+	assert.Equal(t, 5, next.n, "another identity")
+	clk.Step(time.Hour)
+	render()
+	assert.Equal(t, 6, next.n, "too old")
+	render()
+	assert.Equal(t, 6, next.n)
+}
+
+func TestRenderCacheBounds(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme, inputMeta("ConfigMap", "src", "1"))
+	clk := clocktesting.NewFakeClock(time.Now())
+	access := &cluster.Access{HomeSnapshots: cluster.NewSnapshots(meta, time.Hour, clk), Target: &cluster.Target{}}
+	cache := NewRenderCache(250, time.Hour, clk)
+	next := &countingRenderer{}
+	for i := range 3 {
+		release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "r", UID: types.UID("u" + string(rune('0'+i)))},
+			Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "src"}}}}
+		_, err := cache.Renderer(next, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, cache.Len(), "250 bytes hold two renders of 100")
+
+	// Inputs the identity may not list: rendered every time, never kept.
+	forbidden := metadatafake.NewSimpleMetadataClient(scheme)
+	forbidden.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(configMapsResource.GroupResource(), "", errors.New("no"))
+	})
+	access.HomeSnapshots = cluster.NewSnapshots(forbidden, time.Hour, clk)
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "x", UID: "ux"},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "src"}}}}
+	before := next.n
+	for range 2 {
+		_, err := cache.Renderer(next, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, before+2, next.n)
+}

@@ -1,0 +1,98 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/lru"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// maxCachedVerdicts bounds a VerdictCache.
+const maxCachedVerdicts = 200_000
+
+// Lister is a Reader that can tell the resourceVersion of a live object
+// without reading it (a shared metadata-only LIST), and names whom and where
+// it reads as (Scope), which keys a VerdictCache. known is false when it
+// cannot tell.
+type Lister interface {
+	Reader
+	ResourceVersion(ctx context.Context, resource schema.GroupVersionResource, entry convoyv1alpha1.InventoryEntry) (rv string, exists, known bool)
+	Scope() string
+}
+
+// VerdictCache keeps what the rules said of each object, keyed by what it
+// depends on: the identity and cluster it was read as and on, the object,
+// its resourceVersion and the rules (their sets' generations). A pass whose
+// Reader is a Lister reuses it for an object a LIST saw unchanged: no read,
+// no evaluation. The state still follows the time (the deadline). It is safe
+// for concurrent use.
+type VerdictCache struct {
+	maxAge time.Duration
+	clock  clock.PassiveClock
+
+	mu      sync.Mutex
+	entries *lru.Cache // verdictKey → cachedVerdict
+}
+
+type verdictKey struct {
+	scope           string
+	resource        schema.GroupVersionResource
+	namespace, name string
+}
+
+type cachedVerdict struct {
+	rv, rules string
+	at        time.Time
+	verdict   Verdict
+	hook      convoyv1alpha1.HookStatus
+}
+
+// NewVerdictCache returns a VerdictCache whose verdicts are reused for at
+// most maxAge.
+func NewVerdictCache(maxAge time.Duration, clk clock.PassiveClock) *VerdictCache {
+	return &VerdictCache{maxAge: maxAge, clock: clk, entries: lru.New(maxCachedVerdicts)}
+}
+
+func (c *VerdictCache) get(key verdictKey, rv, rules string) (cachedVerdict, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries.Get(key)
+	if !ok {
+		return cachedVerdict{}, false
+	}
+	cached := v.(cachedVerdict)
+	if cached.rv != rv || cached.rules != rules || c.clock.Since(cached.at) >= c.maxAge {
+		return cachedVerdict{}, false
+	}
+	return cached, true
+}
+
+func (c *VerdictCache) put(key verdictKey, rv, rules string, verdict Verdict, hook convoyv1alpha1.HookStatus) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries.Add(key, cachedVerdict{rv: rv, rules: rules, at: c.clock.Now(), verdict: verdict, hook: hook})
+}
+
+// Len returns how many verdicts the cache holds.
+func (c *VerdictCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries.Len()
+}
+
+// rulesFingerprint names rules by their sets' UIDs and generations and their
+// indexes: it changes when any of them does.
+func rulesFingerprint(rules []*CompiledRule) string {
+	var b strings.Builder
+	for _, r := range rules {
+		fmt.Fprintf(&b, "%s/%d/%d;", r.Set.UID, r.Set.Generation, r.Index)
+	}
+	return b.String()
+}
