@@ -60,10 +60,11 @@ func run() error {
 	binDir := flag.String("bin-dir", "", "directory with etcd, kube-apiserver and kubectl (hack/testbin.sh)")
 	convoyBin := flag.String("convoy-apiserver", "bin/convoy-apiserver", "convoy-apiserver binary")
 	verbose := flag.Bool("v", false, "print the control plane's progress")
+	heap := flag.String("heap-profile", "", "write convoy-apiserver's heap profile after the rounds of each mode to this file prefix")
 	releases := flag.Int("releases", 1000, "Releases of 20 objects")
 	driftPercent := flag.Float64("drift", 1, "percent of the objects changed by another manager")
 	timeout := flag.Duration("round-timeout", 30*time.Minute, "longest round")
-	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 100ms per Release)")
+	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 200ms per Release)")
 	flag.Parse()
 	if *binDir == "" {
 		return fmt.Errorf("--bin-dir is required")
@@ -112,7 +113,7 @@ func run() error {
 		*releases, *releases*objectsPerRel, time.Since(began).Round(time.Second), len(drifted.objects), len(drifted.releases))
 
 	if *resync == 0 {
-		*resync = 2*time.Minute + time.Duration(*releases)*100*time.Millisecond
+		*resync = 2*time.Minute + time.Duration(*releases)*200*time.Millisecond
 	}
 	var rows []row
 	for _, cache := range []bool{false, true} {
@@ -146,6 +147,11 @@ func run() error {
 		resynced, err := f.round(ctx, convoy, mode+", resync", *timeout, resyncStart, nil)
 		if err != nil {
 			return err
+		}
+		if *heap != "" {
+			if err := f.saveHeap(convoy, fmt.Sprintf("%s-cache-%t.pprof", *heap, cache)); err != nil {
+				return err
+			}
 		}
 		if err := convoy.Stop(); err != nil {
 			return err
@@ -377,6 +383,22 @@ func (f *fleet) firstPass(p *controlplane.ConvoyProcess) (*baseline, error) {
 		last = now
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// saveHeap writes the heap profile of p to path.
+func (f *fleet) saveHeap(p *controlplane.ConvoyProcess, path string) error {
+	resp, err := f.scraper.Get(p.URL() + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	_, err = io.Copy(out, resp.Body)
+	return err
 }
 
 // row is the figures of one round.

