@@ -8,6 +8,9 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=convoy
+// +kubebuilder:printcolumn:name="Secret",type=string,JSONPath=`.spec.kubeConfig.secretRef.name`
+// +kubebuilder:printcolumn:name="Key",type=string,JSONPath=`.spec.kubeConfig.secretRef.key`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // Cluster is a target cluster that Releases of its namespace can name.
 type Cluster struct {

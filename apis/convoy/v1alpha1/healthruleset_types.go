@@ -8,6 +8,9 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=convoy
+// +kubebuilder:printcolumn:name="API-Versions",type=string,JSONPath=`.spec.rules[*].apiVersion`
+// +kubebuilder:printcolumn:name="Resources",type=string,JSONPath=`.spec.rules[*].resources[*]`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // HealthRuleSet holds health rules for the Releases of its namespace.
 type HealthRuleSet struct {
@@ -22,6 +25,9 @@ type HealthRuleSet struct {
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,categories=convoy
+// +kubebuilder:printcolumn:name="API-Versions",type=string,JSONPath=`.spec.rules[*].apiVersion`
+// +kubebuilder:printcolumn:name="Resources",type=string,JSONPath=`.spec.rules[*].resources[*]`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // GlobalHealthRuleSet holds health rules for the Releases of every namespace.
 type GlobalHealthRuleSet struct {

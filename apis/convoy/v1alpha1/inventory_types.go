@@ -9,6 +9,9 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:categories=convoy,shortName=rinv
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.entries[?(@.state=="Degraded")].name`
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.entries[?(@.state=="Progressing")].name`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // ReleaseInventory lists what the controller applied for a Release (spec) and
 // the health the observer assessed for it (status). It has the name of its

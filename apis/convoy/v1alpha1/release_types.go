@@ -39,8 +39,11 @@ const (
 // +kubebuilder:resource:categories=convoy
 // +kubebuilder:printcolumn:name="InSync",type=string,JSONPath=`.status.conditions[?(@.type=="InSync")].status`
 // +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Render",type=string,JSONPath=`.status.lastApplied.renderRef`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Sync-Reason",type=string,JSONPath=`.status.conditions[?(@.type=="InSync")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Health-Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Healthy")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.status.rollout.phase`,priority=1
 
 // Release names a source, its content and mutations. convoy's controller
 // renders and applies it; the observer reports drift and health on it.
