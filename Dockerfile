@@ -2,7 +2,7 @@
 #
 # convoy-apiserver: a static binary on a distroless base, running as 65532.
 #
-#   docker build -t ghcr.io/kumodo/convoy-apiserver:TAG .
+#   docker build -t ghcr.io/kumodo/convoy-apiserver:TAG $(make -s print-docker-build-args) .
 #   docker buildx build --platform linux/amd64,linux/arm64 -t ghcr.io/kumodo/convoy-apiserver:TAG --push .
 #
 # The builder runs on the build machine's platform and cross-compiles for the
@@ -18,9 +18,15 @@ RUN go mod download
 COPY . .
 ARG TARGETOS
 ARG TARGETARCH
+# The build stamp (make prints these: make -s print-version).
+ARG VERSION=v0.0.0-dev
+ARG GIT_COMMIT=unknown
+ARG BUILD_DATE=unknown
 RUN --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags "-s -w" -o /out/convoy-apiserver ./cmd/convoy-apiserver
+    go build -trimpath -o /out/convoy-apiserver \
+      -ldflags "-s -w -X github.com/kumodo/convoy-apiserver/pkg/version.gitVersion=$VERSION -X github.com/kumodo/convoy-apiserver/pkg/version.gitCommit=$GIT_COMMIT -X github.com/kumodo/convoy-apiserver/pkg/version.buildDate=$BUILD_DATE" \
+      ./cmd/convoy-apiserver
 
 # No shell, no package manager; CA certificates and /etc/passwd with the user
 # nonroot (65532) are included.

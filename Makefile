@@ -6,14 +6,26 @@ BIN_DIR   := bin
 LOCAL_DIR ?= $(or $(CONVOY_LOCAL_DIR),.local)
 GOTEST_FLAGS ?=
 
-.PHONY: all build testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
+# The build stamp of both binaries (kubectl convoy version, convoy_build_info,
+# the OpenAPI info.version of the group): the tag v* of HEAD, else
+# v0.0.0-dev+COMMIT; the date is the commit's, so that builds are repeatable.
+GIT_COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+VERSION    ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev+$(GIT_COMMIT))
+BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
+LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
+
+.PHONY: all build print-docker-build-args testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN_DIR)/convoy-apiserver ./cmd/convoy-apiserver
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/convoy-apiserver ./cmd/convoy-apiserver
 	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
-	$(GO) build -o $(BIN_DIR)/kubectl-convoy ./cmd/kubectl-convoy
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/kubectl-convoy ./cmd/kubectl-convoy
+
+print-docker-build-args:
+	@echo --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE)
 
 ## testbin: build (once) kube-apiserver, kubectl and etcd into ~/.cache/convoy/testbin
 testbin:

@@ -30,6 +30,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
+	"github.com/kumodo/convoy-apiserver/pkg/version"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
@@ -82,12 +83,14 @@ func NewConfig() *Config {
 	generic := genericapiserver.NewConfig(Codecs)
 	namer := openapi.NewDefinitionNamer(Scheme)
 	generic.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(generatedopenapi.GetOpenAPIDefinitions, namer)
-	generic.OpenAPIConfig.Info.Title = "convoy"
-	generic.OpenAPIConfig.Info.Version = subresourcesv1alpha1.SchemeGroupVersion.Version
+	// info.version is the build of convoy-apiserver: `kubectl convoy version`
+	// reads it through the aggregator, where every user may read OpenAPI.
+	generic.OpenAPIConfig.Info.Title = "convoy-apiserver"
+	generic.OpenAPIConfig.Info.Version = version.Get().GitVersion
 	// Server-side apply and OpenAPI v3 discovery need the v3 config.
 	generic.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(generatedopenapi.GetOpenAPIDefinitions, namer)
-	generic.OpenAPIV3Config.Info.Title = "convoy"
-	generic.OpenAPIV3Config.Info.Version = subresourcesv1alpha1.SchemeGroupVersion.Version
+	generic.OpenAPIV3Config.Info.Title = "convoy-apiserver"
+	generic.OpenAPIV3Config.Info.Version = version.Get().GitVersion
 	return &Config{Generic: generic}
 }
 
@@ -159,6 +162,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, Name+"/"+hostname)
 
 	observer.RegisterMetrics()
+	version.RegisterMetrics()
 	cluster.RegisterMetrics()
 	compare.RegisterMetrics()
 	// Charts are templated by children of this very binary (render.ChildArg),

@@ -2,7 +2,9 @@ package observer
 
 import (
 	"sync"
+	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
@@ -10,6 +12,8 @@ import (
 	// (workqueue_depth{name="drift"}, ...), and client-go's request metrics.
 	_ "k8s.io/component-base/metrics/prometheus/restclient"
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
+
+	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 )
 
 const metricsSubsystem = "convoy_observer"
@@ -61,6 +65,7 @@ var registerOnce sync.Once
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(passDuration, passResults, syncRequests, celErrors, panics, isLeader)
+		legacyregistry.CustomMustRegister(conditions)
 	})
 }
 
@@ -70,5 +75,52 @@ func SetLeader(leading bool) {
 		isLeader.Set(1)
 	} else {
 		isLeader.Set(0)
+	}
+}
+
+// releaseConditionDesc is one series per Release and condition, like Argo
+// CD's argocd_app_info: `convoy_release_condition{type="InSync",status="False"} == 1`
+// selects the drifted Releases.
+var releaseConditionDesc = metrics.NewDesc("convoy_release_condition",
+	"1 for each condition of each Release, with its type, status and reason as labels; reported by the replica that runs the loops.",
+	[]string{"namespace", "name", "type", "status", "reason"}, nil, metrics.ALPHA, "")
+
+// conditions reports the conditions of the Releases in the informer cache of
+// the running loops; it reports nothing while this replica does not run them,
+// so that replicas never report a Release twice.
+var conditions = &conditionCollector{}
+
+type conditionCollector struct {
+	metrics.BaseStableCollector
+	releases atomic.Pointer[convoylisters.ReleaseLister]
+}
+
+// setReleases makes the collector read lister; nil stops it.
+func (c *conditionCollector) setReleases(lister convoylisters.ReleaseLister) {
+	if lister == nil {
+		c.releases.Store(nil)
+		return
+	}
+	c.releases.Store(&lister)
+}
+
+func (c *conditionCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- releaseConditionDesc
+}
+
+func (c *conditionCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	lister := c.releases.Load()
+	if lister == nil {
+		return
+	}
+	releases, err := (*lister).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, r := range releases {
+		for _, cond := range r.Status.Conditions {
+			ch <- metrics.NewLazyConstMetric(releaseConditionDesc, metrics.GaugeValue, 1,
+				r.Namespace, r.Name, cond.Type, string(cond.Status), cond.Reason)
+		}
 	}
 }

@@ -170,6 +170,8 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	}
 	o.running.Store(true)
 	defer o.running.Store(false)
+	conditions.setReleases(v1.Releases().Lister())
+	defer conditions.setReleases(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() { driftLoop.Run(ctx, c.DriftWorkers) })
 	wg.Go(func() { healthLoop.Run(ctx, c.HealthWorkers) })

@@ -65,7 +65,7 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		return nil, nil, err
 	}
 	convoyBin := filepath.Join(dir, "convoy-apiserver")
-	build := exec.Command("go", "build", "-o", convoyBin, "./cmd/convoy-apiserver")
+	build := exec.Command("go", "build", "-ldflags", stamp(serverVersion), "-o", convoyBin, "./cmd/convoy-apiserver")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return nil, nil, fmt.Errorf("building convoy-apiserver: %w", err)
@@ -111,4 +111,17 @@ func output(dir, name string, args ...string) (string, error) {
 	cmd.Dir, cmd.Stderr = dir, os.Stderr
 	out, err := cmd.Output()
 	return strings.TrimSpace(string(out)), err
+}
+
+// The build stamps of the binaries the tests build, different so that a test
+// can tell which one it reads.
+const (
+	serverVersion = "v0.0.0-e2e.server"
+	pluginVersion = "v0.0.0-e2e.plugin"
+)
+
+// stamp returns the -ldflags that stamp a binary with version, as make build does.
+func stamp(version string) string {
+	return "-X github.com/kumodo/convoy-apiserver/pkg/version.gitVersion=" + version +
+		" -X github.com/kumodo/convoy-apiserver/pkg/version.gitCommit=e2e"
 }

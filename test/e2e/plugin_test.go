@@ -44,7 +44,7 @@ func buildPlugin(t *testing.T) string {
 		if pluginErr = os.MkdirAll(dir, 0o755); pluginErr != nil {
 			return
 		}
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-convoy"), "./cmd/kubectl-convoy")
+		build := exec.Command("go", "build", "-ldflags", stamp(pluginVersion), "-o", filepath.Join(dir, "kubectl-convoy"), "./cmd/kubectl-convoy")
 		build.Dir = env.root
 		if out, err := build.CombinedOutput(); err != nil {
 			pluginErr = fmt.Errorf("building kubectl-convoy: %w\n%s", err, out)

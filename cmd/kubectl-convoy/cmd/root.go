@@ -75,7 +75,7 @@ Install the binary kubectl-convoy on your PATH and call it as "kubectl convoy".`
 		newPreviewCommand(o),
 		newSyncCommand(o),
 	)
-	root.AddCommand(release)
+	root.AddCommand(release, newVersionCommand(o))
 	return root
 }
 
