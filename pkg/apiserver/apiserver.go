@@ -30,9 +30,9 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
-	"github.com/kumodo/convoy-apiserver/pkg/version"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/version"
 )
 
 // Name is the name of the server in logs, OpenAPI and health checks.

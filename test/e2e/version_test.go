@@ -33,9 +33,9 @@ func TestPluginVersion(t *testing.T) {
 	})
 
 	var v struct {
-		ClientVersion version.Info `json:"clientVersion"`
-		ServerVersion     string `json:"serverVersion"`
-		KubernetesVersion string `json:"kubernetesVersion"`
+		ClientVersion     version.Info `json:"clientVersion"`
+		ServerVersion     string       `json:"serverVersion"`
+		KubernetesVersion string       `json:"kubernetesVersion"`
 	}
 	r := kubectlConvoy(t, "", "version", "-o", "json")
 	require.Equal(t, 0, r.code, r)
