@@ -39,6 +39,8 @@ type Report struct {
 	*compare.Result
 	// Desired is nil when no render could be picked (RenderFailed).
 	Desired *desired.Result
+	// client is the one the compare used, for ExtraObjects.
+	client compare.Client
 }
 
 // Condition is the InSync condition of the report: True InSync, False
@@ -131,7 +133,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, re
 	if c.lists {
 		client.Snapshots = access.Target.Snapshots
 	}
-	return &Report{Result: c.engine.Compare(ctx, client, want.Objects), Desired: want}, nil
+	return &Report{Result: c.engine.Compare(ctx, client, want.Objects), Desired: want, client: client}, nil
 }
 
 // resolveFailure is the Undetermined result of a desired render that could

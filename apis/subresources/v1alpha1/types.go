@@ -77,6 +77,27 @@ type ReleaseDiff struct {
 	// +optional
 	// +listType=atomic
 	Objects []ObjectDiff `json:"objects,omitempty"`
+	// extraObjects are the objects of the ReleaseInventory that the compared
+	// render no longer contains and that still exist: the next sync would
+	// prune them. They do not change the result, which counts only the
+	// objects of the render (the InSync condition has the same meaning).
+	// Hooks are not listed.
+	// +optional
+	// +listType=atomic
+	ExtraObjects []ExtraObject `json:"extraObjects,omitempty"`
+}
+
+// ExtraObject is an applied object that the compared render does not contain.
+type ExtraObject struct {
+	convoyv1alpha1.ObjectKey `json:",inline"`
+	Version                  string `json:"version"`
+	// renderRef of the render that applied it, from the inventory.
+	// +optional
+	RenderRef string `json:"renderRef,omitempty"`
+	// message says why its existence is not known (it could not be read),
+	// when it is not.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ObjectDiff is the compare status of one object of the render.

@@ -27,6 +27,11 @@ func (in EntryHealth) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ExtraObject) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ExtraObject"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in FieldChange) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.FieldChange"
 }

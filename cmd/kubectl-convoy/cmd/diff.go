@@ -131,10 +131,18 @@ func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool) e
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}
-	if len(d.Objects) > 0 {
+	if len(d.Objects) > 0 || len(d.ExtraObjects) > 0 {
 		tw := printers.GetNewTabWriter(w)
 		for _, obj := range d.Objects {
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", cell(string(obj.Status)), cell(kindGroup(obj.Group, obj.Kind)), cell(namespaced(obj.Namespace, obj.Name)))
+		}
+		// Objects the next sync would prune; they do not count in the result.
+		for _, obj := range d.ExtraObjects {
+			note := "(not in the render: the next sync prunes it)"
+			if obj.Message != "" {
+				note = "(not in the render; " + obj.Message + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", "Extra", cell(kindGroup(obj.Group, obj.Kind)), cell(namespaced(obj.Namespace, obj.Name)), cell(note))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -160,6 +160,19 @@ InSync   Deployment.apps   shop/web
 InSync   ConfigMap         shop/settings
 `,
 	}, {
+		name: "in sync, with objects the next sync prunes",
+		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffInSync, Objects: []subresourcesv1alpha1.ObjectDiff{configMap},
+			ExtraObjects: []subresourcesv1alpha1.ExtraObject{
+				{ObjectKey: convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: "shop", Name: "old"}, Version: "v1"},
+				{ObjectKey: convoyv1alpha1.ObjectKey{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "worker"}, Version: "v1", Message: "cannot tell whether it exists: forbidden"},
+			}}),
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): InSync
+InSync   ConfigMap         shop/settings
+Extra    ConfigMap         shop/old      (not in the render: the next sync prunes it)
+Extra    Deployment.apps   shop/worker   (not in the render; cannot tell whether it exists: forbidden)
+`,
+	}, {
 		name: "scaled deployment",
 		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffDrifted, Objects: []subresourcesv1alpha1.ObjectDiff{scaled, configMap}}),
 		want: `

@@ -77,6 +77,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SyncPolicy{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_SyncPolicy(ref),
 		v1alpha1.ValuesReference{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref),
 		subresourcesv1alpha1.EntryHealth{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref),
+		subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ExtraObject(ref),
 		subresourcesv1alpha1.FieldChange{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref),
 		subresourcesv1alpha1.ObjectDiff{}.OpenAPIModelName():           schema_convoy_apiserver_apis_subresources_v1alpha1_ObjectDiff(ref),
 		subresourcesv1alpha1.Release{}.OpenAPIModelName():              schema_convoy_apiserver_apis_subresources_v1alpha1_Release(ref),
@@ -1997,6 +1998,69 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref common.R
 	}
 }
 
+func schema_convoy_apiserver_apis_subresources_v1alpha1_ExtraObject(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ExtraObject is an applied object that the compared render does not contain.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"renderRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "renderRef of the render that applied it, from the inventory.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"message": {
+						SchemaProps: spec.SchemaProps{
+							Description: "message says why its existence is not known (it could not be read), when it is not.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "name", "version"},
+			},
+		},
+	}
+}
+
 func schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2223,12 +2287,30 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref common.R
 							},
 						},
 					},
+					"extraObjects": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "extraObjects are the objects of the ReleaseInventory that the compared render no longer contains and that still exist: the next sync would prune them. They do not change the result, which counts only the objects of the render (the InSync condition has the same meaning). Hooks are not listed.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"result"},
 			},
 		},
 		Dependencies: []string{
-			subresourcesv1alpha1.ObjectDiff{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName(), subresourcesv1alpha1.ObjectDiff{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

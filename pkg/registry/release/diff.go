@@ -2,7 +2,9 @@ package release
 
 import (
 	"context"
+	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -16,9 +18,13 @@ import (
 // run now. A check that cannot complete is a ReleaseDiff with the result
 // Undetermined and its reason, as in the InSync condition; only a render
 // asked for with ?render= that is not stored is an error (404).
+//
+// It also lists the extraObjects: the ReleaseInventory's entries that the
+// render does not contain and that still exist (drift.Report.ExtraObjects).
 type DiffREST struct {
-	releases convoyclient.ReleasesGetter
-	checker  *drift.Checker
+	releases    convoyclient.ReleasesGetter
+	inventories convoyclient.ReleaseInventoriesGetter
+	checker     *drift.Checker
 	rest.TableConvertor
 }
 
@@ -28,8 +34,8 @@ var (
 )
 
 // NewDiffREST returns the storage of releases/diff.
-func NewDiffREST(releases convoyclient.ReleasesGetter, checker *drift.Checker) *DiffREST {
-	return &DiffREST{releases: releases, checker: checker, TableConvertor: diffTable}
+func NewDiffREST(releases convoyclient.ReleasesGetter, inventories convoyclient.ReleaseInventoriesGetter, checker *drift.Checker) *DiffREST {
+	return &DiffREST{releases: releases, inventories: inventories, checker: checker, TableConvertor: diffTable}
 }
 
 // New implements rest.Storage.
@@ -66,6 +72,14 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 	}
 	if report.Desired != nil {
 		diff.RenderRef, diff.RenderSource = report.Desired.Ref, report.Desired.Source
+		inv, err := r.inventories.ReleaseInventories(release.Namespace).Get(ctx, release.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err): // not applied yet: nothing to prune
+		case err != nil:
+			return nil, apierrors.NewInternalError(fmt.Errorf("reading inventory %s/%s: %w", release.Namespace, release.Name, err))
+		default:
+			diff.ExtraObjects = report.ExtraObjects(ctx, inv.Spec.Entries)
+		}
 	}
 	return diff, nil
 }

@@ -34,7 +34,7 @@ type Engines struct {
 func Storage(e Engines) map[string]rest.Storage {
 	return map[string]rest.Storage{
 		"releases":         &REST{},
-		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
+		"releases/diff":    NewDiffREST(e.Releases, e.Inventories, e.Checker),
 		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
 		"releases/preview": NewPreviewREST(e.Releases, e.Targets, e.Render, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
