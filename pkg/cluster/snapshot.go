@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -49,6 +50,17 @@ func (s *Snapshot) Len() int { return len(s.versions) }
 // a LIST per resource per window instead of a GET per object. The target
 // cluster is not watched. An error (the identity may not list) is kept for
 // the window too, and the caller reads objects one by one.
+//
+// Two rules keep the LISTs from costing more than the GETs they replace:
+//   - one LIST per (resource, namespace) at a time: a pass that asks while
+//     one is in flight waits for it, however long it takes, instead of
+//     sending another one;
+//   - a LIST is sent only when it is worth it: when the objects that the
+//     passes asked about in the last window, times ListCostRatio, are at
+//     least as many as the last LIST held. Else the window answers
+//     ErrNotWorthListing and the passes read the objects they need one by
+//     one (a namespace of 70,000 ConfigMaps is not listed for the 14 that a
+//     pass needs), until the passes ask about enough objects again.
 type Snapshots struct {
 	client    metadata.Interface
 	freshness time.Duration
@@ -57,6 +69,16 @@ type Snapshots struct {
 	mu      sync.Mutex
 	entries *lru.Cache // snapshotKey → *snapshotEntry
 }
+
+// ListCostRatio is how many objects of a metadata-only LIST cost about as
+// much kube-apiserver work as one GET of a whole object (an estimate: a GET
+// is a request of its own, authenticated, authorized and with the whole
+// object serialized; an item of a LIST from the watch cache is its metadata).
+const ListCostRatio = 50
+
+// ErrNotWorthListing says that Snapshots did not LIST for this window
+// because the passes ask about too few of the objects; read them one by one.
+var ErrNotWorthListing = errors.New("listing is not worth it for this window: the objects are read one by one")
 
 type snapshotKey struct {
 	resource  schema.GroupVersionResource
@@ -68,6 +90,10 @@ type snapshotEntry struct {
 	at   time.Time
 	snap *Snapshot
 	err  error
+	// asked counts the lookups of the window; size is the number of
+	// objects of the last LIST of the key (from an earlier window when
+	// this one did not LIST). Both are guarded by Snapshots.mu.
+	asked, size int
 }
 
 // NewSnapshots returns Snapshots that LIST with client and share each for
@@ -77,28 +103,51 @@ func NewSnapshots(client metadata.Interface, freshness time.Duration, clk clock.
 }
 
 // Get returns a Snapshot of resource in namespace ("" for a cluster-scoped
-// resource) no older than the freshness window.
+// resource) no older than the freshness window, or the one in flight, or
+// ErrNotWorthListing.
 func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResource, namespace string) (*Snapshot, error) {
 	key := snapshotKey{resource: resource, namespace: namespace}
 	now := s.clock.Now()
 	s.mu.Lock()
+	var prev *snapshotEntry
 	if v, ok := s.entries.Get(key); ok {
-		e := v.(*snapshotEntry)
-		if now.Sub(e.at) < s.freshness {
+		prev = v.(*snapshotEntry)
+		inFlight := false
+		select {
+		case <-prev.done:
+		default:
+			inFlight = true
+		}
+		if inFlight || now.Sub(prev.at) < s.freshness {
+			prev.asked++
 			s.mu.Unlock()
 			select {
-			case <-e.done:
-				return e.snap, e.err
+			case <-prev.done:
+				return prev.snap, prev.err
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
 		}
 	}
-	e := &snapshotEntry{done: make(chan struct{}), at: now}
+	e := &snapshotEntry{done: make(chan struct{}), at: now, asked: 1}
 	s.entries.Add(key, e)
+	if prev != nil && prev.size > 0 && prev.asked*ListCostRatio < prev.size {
+		e.size, e.err = prev.size, ErrNotWorthListing
+		close(e.done)
+		s.mu.Unlock()
+		return nil, e.err
+	}
 	s.mu.Unlock()
 
-	e.snap, e.err = s.list(ctx, resource, namespace, now)
+	snap, err := s.list(ctx, resource, namespace, now)
+	s.mu.Lock()
+	e.snap, e.err = snap, err
+	if snap != nil {
+		e.size = snap.Len()
+	} else if prev != nil {
+		e.size = prev.size
+	}
+	s.mu.Unlock()
 	close(e.done)
 	return e.snap, e.err
 }

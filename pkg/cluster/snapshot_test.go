@@ -120,3 +120,83 @@ func TestSnapshotsReadEveryPage(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "3", rv)
 }
+
+// A LIST in flight is joined, however long it takes: never two at once.
+func TestSnapshotsJoinTheListInFlight(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"))
+	var lists atomic.Int32
+	release := make(chan struct{})
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		<-release
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s := NewSnapshots(client, 5*time.Second, clk)
+	ctx := context.Background()
+
+	first := make(chan *Snapshot)
+	go func() {
+		snap, err := s.Get(ctx, configMaps, "shop")
+		assert.NoError(t, err)
+		first <- snap
+	}()
+	require.Eventually(t, func() bool { return lists.Load() == 1 }, 10*time.Second, time.Millisecond)
+	clk.SetTime(clk.Now().Add(time.Minute)) // far past the window, the LIST still in flight
+	second := make(chan *Snapshot)
+	go func() {
+		snap, err := s.Get(ctx, configMaps, "shop")
+		assert.NoError(t, err)
+		second <- snap
+	}()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	a, b := <-first, <-second
+	assert.Same(t, a, b)
+	assert.Equal(t, int32(1), lists.Load(), "the second pass waited for the first LIST")
+}
+
+// A namespace is listed only while the passes ask about enough of its
+// objects; else they read them one by one, and it is listed again once
+// they ask about more.
+func TestSnapshotsListOnlyWhenItIsWorthIt(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	var objs []runtime.Object
+	for i := range 4 * ListCostRatio {
+		objs = append(objs, partial("shop", fmt.Sprintf("cm-%d", i), "1"))
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	var lists atomic.Int32
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s := NewSnapshots(client, 5*time.Second, clk)
+	ctx := context.Background()
+	window := func() { clk.SetTime(clk.Now().Add(6 * time.Second)) }
+
+	snap, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err, "the first window lists: nothing is known yet")
+	assert.Equal(t, 4*ListCostRatio, snap.Len())
+
+	// One lookup in that window, for 200 objects: not worth a LIST.
+	window()
+	_, err = s.Get(ctx, configMaps, "shop")
+	assert.ErrorIs(t, err, ErrNotWorthListing)
+	for range 3 {
+		_, err = s.Get(ctx, configMaps, "shop")
+		assert.ErrorIs(t, err, ErrNotWorthListing, "the whole window reads one by one")
+	}
+	assert.Equal(t, int32(1), lists.Load())
+
+	// Four lookups in that window: 4 × ListCostRatio objects, worth a LIST.
+	window()
+	snap, err = s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err)
+	assert.Equal(t, 4*ListCostRatio, snap.Len())
+	assert.Equal(t, int32(2), lists.Load())
+}
