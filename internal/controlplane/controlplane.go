@@ -1,8 +1,10 @@
 //go:build unix
 
 // Package controlplane runs a local Kubernetes control plane, etcd and
-// kube-apiserver from prebuilt binaries (hack/testbin.sh), and optionally
-// convoy-apiserver registered as an aggregated API server. `make run`
+// kube-apiserver from prebuilt binaries (hack/testbin.sh), optionally
+// kube-controller-manager, kube-scheduler and kwok (simulated Nodes and
+// Pods), and optionally convoy-apiserver registered as an aggregated API
+// server. `make run`
 // (hack/local-up) and the e2e tests share it.
 //
 // Every process runs in its own process group with its output in
@@ -40,6 +42,9 @@ type Options struct {
 	ConvoyAPIServer string
 	// ConvoyArgs are extra flags for every convoy-apiserver started.
 	ConvoyArgs []string
+	// Workloads starts kube-controller-manager, kube-scheduler and kwok with
+	// a simulated Node, so that Deployments get Pods that become Ready.
+	Workloads bool
 	// DeferConvoy keeps Start from starting and registering
 	// convoy-apiserver: StartConvoyAPIServer starts one later.
 	DeferConvoy bool
@@ -77,6 +82,11 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	for _, b := range []string{"etcd", "kube-apiserver", "kubectl"} {
 		if _, err := os.Stat(filepath.Join(o.BinDir, b)); err != nil {
 			return nil, fmt.Errorf("controlplane: binary %s: %w (build them with hack/testbin.sh)", b, err)
+		}
+	}
+	if o.Workloads {
+		if err := hasWorkloadBinaries(o.BinDir); err != nil {
+			return nil, fmt.Errorf("controlplane: %w", err)
 		}
 	}
 	if o.ConvoyAPIServer != "" {
@@ -119,6 +129,11 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if o.Workloads {
+		if err := c.startWorkloads(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if o.CRDDir != "" {
 		if err := c.applyDir(ctx, o.CRDDir); err != nil {

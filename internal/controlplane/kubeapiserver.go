@@ -75,8 +75,13 @@ func (c *ControlPlane) startKubeAPIServer(ctx context.Context, spec kubeAPIServe
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + pk.saPublicKeyFile,
 		"--service-account-signing-key-file=" + pk.saSigningKeyFile,
-		// No controller-manager creates the default service accounts.
+		// The default service accounts are not waited for (Pods of
+		// simulated Nodes need no token).
 		"--disable-admission-plugins=ServiceAccount",
+		// A namespace annotation scheduler.alpha.kubernetes.io/node-selector
+		// keeps its Pods to the Nodes it names (the e2e tests give each
+		// namespace Nodes of its own).
+		"--enable-admission-plugins=PodNodeSelector",
 	}
 	if k.proc, err = c.launch(spec.name, filepath.Join(c.opts.BinDir, "kube-apiserver"), args); err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func TestCRDsAreNotShadowed(t *testing.T) {
 	assert.Equal(t, "release.convoy.kumodo.io/web", strings.TrimSpace(out))
 
 	table := mustKubectl(t, "", "", "get", "releases", "-n", ns)
-	assert.Regexp(t, `NAME\s+INSYNC\s+HEALTHY\s+AGE`, table, "printer columns of the CRD")
+	assert.Regexp(t, `NAME\s+INSYNC\s+HEALTHY\s+RENDER\s+AGE`, table, "printer columns of the CRD")
 
 	explain := mustKubectl(t, "", "", "explain", "release.spec")
 	assert.Contains(t, explain, "GROUP:      convoy.kumodo.io")

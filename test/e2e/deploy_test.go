@@ -772,13 +772,7 @@ func TestDeployUserRoles(t *testing.T) {
 		assert.False(t, selects(view, convoyEdit), "view does not get sync or writes")
 
 		// The copying is done by the clusterrole-aggregation controller of
-		// kube-controller-manager, which this control plane does not run.
-		kcm := kubeControllerManager()
-		if kcm == "" {
-			t.Skip("no kube-controller-manager (set CONVOY_KUBE_CONTROLLER_MANAGER or put it in CONVOY_TESTBIN): " +
-				"the selectors are checked, the aggregated rules are not")
-		}
-		runAggregationController(t, kcm)
+		// the control plane's kube-controller-manager.
 		eventually(t, "the aggregated rules in view, edit and admin", func(ctx context.Context) error {
 			for _, name := range []string{"view", "edit", "admin"} {
 				r, err := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{})
@@ -884,49 +878,4 @@ func bindClusterRole(t *testing.T, namespace, userName, clusterRole string) {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: userName}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
-}
-
-// kubeControllerManager returns the path of a kube-controller-manager binary
-// for the aggregation check, or "" when there is none.
-func kubeControllerManager() string {
-	for _, p := range []string{os.Getenv("CONVOY_KUBE_CONTROLLER_MANAGER"), filepath.Join(env.binDir, "kube-controller-manager")} {
-		if p == "" {
-			continue
-		}
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	return ""
-}
-
-// runAggregationController runs kube-controller-manager with only the
-// clusterrole-aggregation controller against the control plane until the
-// test ends.
-func runAggregationController(t *testing.T, bin string) {
-	t.Helper()
-	logPath := filepath.Join(env.cp.Dir(), "logs", "kube-controller-manager.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(bin,
-		"--kubeconfig="+env.cp.AdminKubeconfig(),
-		"--controllers=clusterrole-aggregation",
-		"--leader-elect=false",
-		"--secure-port=0",
-	)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-		_ = logFile.Close()
-	})
 }

@@ -84,18 +84,22 @@ func findEntryStatus(t *testing.T, namespace, release, kind, name string) (convo
 	return convoyv1alpha1.InventoryEntryStatus{}, fmt.Errorf("no status entry for %s %s in %+v", kind, name, inv.Status.Entries)
 }
 
-// makeDeploymentAvailable writes the status a Deployment controller and
-// kubelets would write for a rollout that is done (there are none here).
+// makeDeploymentAvailable gives the namespace a Node of its own, so that the
+// Pods of the Deployment, Pending until now, are scheduled and made Ready by
+// kwok, and waits until the Deployment controller reports the rollout done.
 func makeDeploymentAvailable(t *testing.T, namespace, name string) {
 	t.Helper()
-	d, err := kubeClient(t).AppsV1().Deployments(namespace).Get(context.Background(), name, metav1.GetOptions{})
-	require.NoError(t, err)
-	replicas := *d.Spec.Replicas
-	patch := fmt.Sprintf(`{"status":{"observedGeneration":%d,"replicas":%d,"updatedReplicas":%d,"readyReplicas":%d,"availableReplicas":%d,
-	  "conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","lastTransitionTime":"2026-01-01T00:00:00Z","lastUpdateTime":"2026-01-01T00:00:00Z"},
-	                {"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable","lastTransitionTime":"2026-01-01T00:00:00Z","lastUpdateTime":"2026-01-01T00:00:00Z"}]}}`,
-		d.Generation, replicas, replicas, replicas, replicas)
-	mustKubectl(t, "", "", "patch", "deployment", name, "-n", namespace, "--subresource=status", "--type=merge", "-p", patch)
+	startNode(t, namespace)
+	eventually(t, fmt.Sprintf("Deployment %s/%s available", namespace, name), func(ctx context.Context) error {
+		d, err := kubeClient(t).AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if d.Status.ObservedGeneration != d.Generation || d.Status.AvailableReplicas != *d.Spec.Replicas || d.Status.UpdatedReplicas != *d.Spec.Replicas {
+			return fmt.Errorf("status %+v", d.Status)
+		}
+		return nil
+	})
 }
 
 func healthPath(namespace, name string) string {
@@ -107,7 +111,7 @@ func TestHealthProgressingDegradedHealthyAcrossRestart(t *testing.T) {
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(8*time.Second))
 	newStandIn(t).apply(ns, "web")
 
-	// No Deployment controller: the Deployment never becomes available.
+	// No Node for the namespace yet: the Deployment does not become available.
 	r := waitHealthy(t, ns, "web", metav1.ConditionFalse, "Progressing")
 	assert.Contains(t, meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionHealthy).Message, "Deployment")
 	web := entryStatus(t, ns, "web", "Deployment", "web")
@@ -311,10 +315,9 @@ spec:
 	})
 	waitHealthy(t, ns, "web", metav1.ConditionTrue, "NotConfigured")
 
-	patch := `{"status":{"startTime":"2026-01-01T00:00:00Z","completionTime":"2026-01-01T00:01:00Z","succeeded":1,
-	  "conditions":[{"type":"SuccessCriteriaMet","status":"True","lastProbeTime":"2026-01-01T00:01:00Z","lastTransitionTime":"2026-01-01T00:01:00Z"},
-	                {"type":"Complete","status":"True","lastProbeTime":"2026-01-01T00:01:00Z","lastTransitionTime":"2026-01-01T00:01:00Z"}]}}`
-	mustKubectl(t, "", "", "patch", "job", "migrate", "-n", ns, "--subresource=status", "--type=merge", "-p", patch)
+	// A Node for the namespace: kwok runs the Job's Pod to success, and the
+	// Job controller marks the Job Complete.
+	startNode(t, ns)
 	eventually(t, "the hook Succeeded and a sync is requested", func(ctx context.Context) error {
 		e, err := findEntryStatus(t, ns, "web", "Job", "migrate")
 		if err == nil && e.HookPhase != convoyv1alpha1.HookSucceeded {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,8 +47,8 @@ var nsCounter atomic.Int32
 // newNamespace creates a namespace of its own for a test, whose
 // ServiceAccounts, the identities its Releases act as, may do everything in
 // it (a Role bound to the group system:serviceaccounts:NS), as a tenant
-// would grant them. There is no namespace controller in the control plane,
-// so it is not deleted afterwards.
+// would grant them. It is not deleted afterwards: the control plane goes
+// away with the run.
 func newNamespace(t *testing.T) string {
 	t.Helper()
 	name := newBareNamespace(t)
@@ -79,10 +80,26 @@ func newBareNamespace(t *testing.T) string {
 	if len(name) > 63 {
 		name = fmt.Sprintf("e2e-%d-%d", time.Now().UnixNano()%1e9, nsCounter.Add(1))
 	}
-	_, err := kubeClient(t).CoreV1().Namespaces().Create(context.Background(),
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	_, err := kubeClient(t).CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: name,
+		// Its Pods stay Pending until startNode gives it a Node.
+		Annotations: map[string]string{"scheduler.alpha.kubernetes.io/node-selector": namespaceNodeLabel + "=" + name},
+	}}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return name
+}
+
+// namespaceNodeLabel keeps the Pods of a test namespace on the Nodes of
+// that namespace, so that each test decides when its workloads run.
+const namespaceNodeLabel = "e2e.convoy.kumodo.io/namespace"
+
+// startNode adds a Node, simulated by kwok, where the Pods of namespace run
+// and become Ready.
+func startNode(t *testing.T, namespace string) {
+	t.Helper()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(namespace))
+	require.NoError(t, env.cp.AddNode(context.Background(), fmt.Sprintf("kwok-%08x", h.Sum32()), map[string]string{namespaceNodeLabel: namespace}))
 }
 
 // kubectlResult is what a kubectl run printed.

@@ -79,6 +79,9 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		CRDDir:          filepath.Join(root, "artifacts/crds"),
 		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac"), filepath.Join(root, "artifacts/rules")},
 		ConvoyAPIServer: convoyBin,
+		// Deployments get Pods; each test namespace gets a Node of its own
+		// when a test wants its workloads to run (startNode).
+		Workloads: true,
 		// The second cluster of the e2e tests runs on loopback. No resync
 		// within a run: the tests of triggers see every pass they cause,
 		// and TestDriftResyncStartsAPass starts a replica that resyncs. A
