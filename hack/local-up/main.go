@@ -1,9 +1,12 @@
 //go:build unix
 
 // Command local-up runs convoy locally (what `make run` runs): etcd,
-// kube-apiserver and convoy-apiserver registered as an aggregated API server,
-// with the CRDs, RBAC and examples applied. It prints how to reach the
-// cluster and runs until SIGINT or SIGTERM, then stops every process.
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated
+// Nodes and Pods), convoy-apiserver registered as an aggregated API server,
+// with the CRDs, RBAC and examples applied, and the development stand-in of
+// convoy's controller (internal/standin) that applies the Releases. It
+// prints how to reach the cluster and runs until SIGINT or SIGTERM, then
+// stops every process.
 //
 //	go run ./hack/local-up --bin-dir=$(hack/testbin.sh) --convoy-apiserver=bin/convoy-apiserver [-- convoy-apiserver flags]
 package main
@@ -25,7 +28,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+	"k8s.io/utils/clock"
+
 	"github.com/kumodo/convoy-apiserver/internal/controlplane"
+	"github.com/kumodo/convoy-apiserver/internal/standin"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
 )
 
 // marker tells a directory that local-up may wipe from one it must not touch.
@@ -71,6 +82,8 @@ func run() error {
 	crds := flag.String("crds", "artifacts/crds", "directory of CRD manifests, applied first; empty: none")
 	flag.Var(&manifests, "manifests", "directories applied after the CRDs, in order (repeatable or comma-separated)")
 	examples := flag.String("examples", "artifacts/examples", "directory applied last; skipped if missing")
+	workloads := flag.Bool("workloads", true, "run kube-controller-manager, kube-scheduler and kwok, so that Deployments get Pods that become Ready")
+	runStandIn := flag.Bool("standin", true, "run the development stand-in of convoy's controller, which applies the Releases")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- convoy-apiserver flags]\n", filepath.Base(os.Args[0]))
 		flag.PrintDefaults()
@@ -105,6 +118,7 @@ func run() error {
 		ManifestDirs:    manifests.vals,
 		ConvoyAPIServer: *convoy,
 		ConvoyArgs:      flag.Args(),
+		Workloads:       *workloads,
 		Out:             os.Stderr,
 	})
 	if err != nil {
@@ -116,6 +130,13 @@ func run() error {
 			fmt.Fprintln(os.Stderr, "local-up: stop:", err)
 		}
 	}()
+
+	standInDone := make(chan error, 1)
+	if *runStandIn {
+		if err := startStandIn(ctx, cp, absDir, standInDone); err != nil {
+			return err
+		}
+	}
 
 	ns, name := "demo", "podinfo"
 	if *examples != "" {
@@ -146,6 +167,10 @@ func run() error {
 	if *convoy == "" {
 		fmt.Println("\n(convoy-apiserver was not started: --convoy-apiserver is empty, so the last two fail.)")
 	}
+	if *runStandIn {
+		fmt.Printf("\nThe development stand-in of convoy's controller applies the Releases (log: %s).\n", filepath.Join(absDir, "logs", "standin.log"))
+		fmt.Printf("Follow %s/%s with the plugin (bin/ on PATH): kubectl convoy release get %s -n %s\n", ns, name, name, ns)
+	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 
 	if p := cp.ConvoyAPIServer(); p != nil {
@@ -161,7 +186,42 @@ func run() error {
 			}
 		}()
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-standInDone:
+		if err != nil {
+			return fmt.Errorf("the stand-in of convoy's controller stopped: %w", err)
+		}
+	}
+	return nil
+}
+
+// startStandIn runs the stand-in of convoy's controller on the control
+// plane until ctx is done, logging to dir/logs/standin.log; its end is sent
+// to done. It acts as each Release's identity, as the controller does.
+func startStandIn(ctx context.Context, cp *controlplane.ControlPlane, dir string, done chan<- error) error {
+	logFile, err := os.Create(filepath.Join(dir, "logs", "standin.log"))
+	if err != nil {
+		return err
+	}
+	config := cp.AdminConfig()
+	convoy, err := convoyclient.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	targets, err := cluster.NewProvider(config, convoy.ConvoyV1alpha1(), cluster.Options{})
+	if err != nil {
+		return err
+	}
+	controller := &standin.Controller{
+		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{}},
+		Workers: 4,
+	}
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile)))
+	go func() {
+		defer logFile.Close()
+		done <- controller.Run(klog.NewContext(ctx, logger), convoyinformers.NewSharedInformerFactory(convoy, 0))
+	}()
 	return nil
 }
 

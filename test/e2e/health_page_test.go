@@ -14,23 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 )
 
 // setInventory replaces spec.entries of the Release's inventory, as the
 // controller records a rollout wave by wave.
 func (s *controllerStandIn) setInventory(namespace, name string, entries ...convoyv1alpha1.InventoryEntry) {
 	s.t.Helper()
-	spec := convoyapply.ReleaseInventorySpec()
-	for _, e := range entries {
-		spec.WithEntries(convoyapply.InventoryEntry().
-			WithGroup(e.Group).WithVersion(e.Version).WithKind(e.Kind).
-			WithNamespace(e.Namespace).WithName(e.Name).WithWave(e.Wave).WithRenderRef(e.RenderRef))
-	}
-	_, err := convoyClient(s.t).ConvoyV1alpha1().ReleaseInventories(namespace).Apply(context.Background(),
-		convoyapply.ReleaseInventory(name, namespace).WithSpec(spec),
-		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerController, Force: true})
-	require.NoError(s.t, err)
+	require.NoError(s.t, s.applier.SetInventory(context.Background(), s.release(namespace, name), entries))
 }
 
 // syncNotes lists the notes of the sync requests recorded in namespace.

@@ -5,6 +5,8 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -19,11 +21,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 )
 
 // TestLocalUp runs what `make run` runs, on a control plane of its own: it
-// prints the KUBECONFIG line and three commands that work, and Ctrl-C stops
-// every process it started.
+// prints the KUBECONFIG line and three commands that work, the example
+// Release goes round the whole loop with no command (loopOfTheExample), and
+// Ctrl-C stops every process it started.
 func TestLocalUp(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "local-up")
 	build := exec.Command("go", "build", "-o", bin, "./hack/local-up")
@@ -84,6 +94,8 @@ func TestLocalUp(t *testing.T) {
 	require.NoError(t, r.err, r.stderr)
 	assert.NotEmpty(t, r.stdout, "the printed sync command recorded a request")
 
+	loopOfTheExample(t, kubeconfig)
+
 	pids := childPIDs(t, dir)
 	require.NotEmpty(t, pids, "local-up runs etcd, kube-apiserver and convoy-apiserver")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
@@ -124,4 +136,100 @@ func waitGone(pid int) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// loopOfTheExample follows the example Release of make run with no command
+// from the user: the stand-in of convoy's controller applies it wave by wave,
+// kwok makes its Pods Ready, the observer finds it InSync and Healthy; after
+// kubectl scale it is Drifted, a sync is requested, the stand-in applies it
+// again and it is InSync again.
+func loopOfTheExample(t *testing.T, kubeconfig string) {
+	t.Helper()
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	convoy, err := convoyclient.NewForConfig(config)
+	require.NoError(t, err)
+	kube, err := kubernetes.NewForConfig(config)
+	require.NoError(t, err)
+	release := func(ctx context.Context) (*convoyv1alpha1.Release, error) {
+		return convoy.ConvoyV1alpha1().Releases("demo").Get(ctx, "podinfo", metav1.GetOptions{})
+	}
+	condition := func(r *convoyv1alpha1.Release, typ string) string {
+		c := meta.FindStatusCondition(r.Status.Conditions, typ)
+		if c == nil || c.ObservedGeneration != r.Generation {
+			return "none"
+		}
+		return string(c.Status) + "/" + c.Reason
+	}
+	wait := func(what string, timeout time.Duration, cond func(ctx context.Context) error) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		var last error
+		for ctx.Err() == nil {
+			if last = cond(ctx); last == nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		require.NoError(t, last, "waiting for %s", what)
+	}
+
+	var applied string
+	wait("the example applied, InSync and Healthy", 4*time.Minute, func(ctx context.Context) error {
+		r, err := release(ctx)
+		if err != nil {
+			return err
+		}
+		st := r.Status
+		if st.LastApplied == nil || st.LastHealthy == nil || st.Rollout == nil || st.Rollout.Phase != convoyv1alpha1.RolloutComplete ||
+			condition(r, convoyv1alpha1.ConditionInSync) != "True/InSync" || condition(r, convoyv1alpha1.ConditionHealthy) != "True/Healthy" {
+			return fmt.Errorf("status %+v, InSync %s, Healthy %s", st, condition(r, convoyv1alpha1.ConditionInSync), condition(r, convoyv1alpha1.ConditionHealthy))
+		}
+		applied = st.LastApplied.RenderRef
+		return nil
+	})
+	r, err := release(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, applied, r.Status.LastHealthy.RenderRef)
+	assert.Equal(t, int32(1), r.Status.Rollout.Wave, "two waves: 0 (Service), 1 (Deployment)")
+	inv, err := convoy.ConvoyV1alpha1().ReleaseInventories("demo").Get(context.Background(), "podinfo", metav1.GetOptions{})
+	require.NoError(t, err)
+	waves := map[string]int32{}
+	for _, e := range inv.Spec.Entries {
+		waves[e.Kind] = e.Wave
+	}
+	assert.Equal(t, map[string]int32{"Service": 0, "Deployment": 1}, waves)
+	d, err := kube.AppsV1().Deployments("demo").Get(context.Background(), "podinfo", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), d.Status.ReadyReplicas, "Pods made Ready by kwok")
+
+	scaled := time.Now()
+	r2 := kubectl(t, kubeconfig, "", "scale", "deployment", "podinfo", "-n", "demo", "--replicas=5")
+	require.NoError(t, r2.err, r2.stderr)
+	wait("Drifted after the scale", 2*time.Minute, func(ctx context.Context) error {
+		r, err := release(ctx)
+		if err != nil {
+			return err
+		}
+		if got := condition(r, convoyv1alpha1.ConditionInSync); got != "False/Drifted" {
+			return fmt.Errorf("InSync %s", got)
+		}
+		return nil
+	})
+	wait("healed: InSync again at 2 replicas", 2*time.Minute, func(ctx context.Context) error {
+		r, err := release(ctx)
+		if err != nil {
+			return err
+		}
+		d, err := kube.AppsV1().Deployments("demo").Get(ctx, "podinfo", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := condition(r, convoyv1alpha1.ConditionInSync); got != "True/InSync" || *d.Spec.Replicas != 2 {
+			return fmt.Errorf("InSync %s, %d replicas", got, *d.Spec.Replicas)
+		}
+		return nil
+	})
+	t.Logf("self-heal took %s from kubectl scale to InSync again", time.Since(scaled).Round(time.Second))
 }

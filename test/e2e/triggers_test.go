@@ -58,9 +58,7 @@ func staysInSync(t *testing.T, namespace, name string, status metav1.ConditionSt
 // status. Only a drift pass can notice it.
 func applyBehindTheObserversBack(t *testing.T, s *controllerStandIn, namespace, name string) {
 	t.Helper()
-	for _, obj := range s.render(namespace, name).Objects {
-		s.applyObject(context.Background(), obj)
-	}
+	require.NoError(t, s.applier.ApplyObjects(context.Background(), s.release(namespace, name), s.render(namespace, name).Objects))
 }
 
 // The Drift page's triggers: a create, a spec change and a change of the
