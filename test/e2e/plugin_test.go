@@ -303,8 +303,8 @@ func TestPluginPreview(t *testing.T) {
 		}
 		return ""
 	}
-	for _, args := range [][]string{nil, {"-o", "yaml"}} {
-		r := kubectlConvoy(t, "", append([]string{"release", "preview", "web", "-n", ns}, args...)...)
+	{
+		r := kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "--manifests")
 		require.Equal(t, 0, r.code, r)
 		assert.True(t, strings.HasPrefix(r.stdout, fmt.Sprintf("# Release %s/web: 2 objects\n# renderRef: %s\n# renderSource: Fresh\n---\n", ns, green.Ref)), r.stdout)
 		objs := yamlStream(t, r.stdout)
@@ -314,20 +314,32 @@ func TestPluginPreview(t *testing.T) {
 		assert.Equal(t, "green", colorOf(objs))
 	}
 
-	r := kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "--render", blue.Ref)
+	r := kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "--render", blue.Ref, "--manifests")
 	require.Equal(t, 0, r.code, r)
 	assert.Contains(t, r.stdout, "# renderRef: "+blue.Ref+"\n# renderSource: Stored\n")
 	assert.Equal(t, "blue", colorOf(yamlStream(t, r.stdout)))
 
-	r = kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "-o", "json")
+	// -o json and -o yaml print the same object.
+	var printed []subresourcesv1alpha1.ReleasePreview
+	for _, format := range []string{"json", "yaml"} {
+		r = kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "-o", format)
+		require.Equal(t, 0, r.code, r)
+		var p subresourcesv1alpha1.ReleasePreview
+		unmarshal(t, r.stdout, &p)
+		assert.Equal(t, "ReleasePreview", p.Kind)
+		assert.Equal(t, green.Ref, p.RenderRef)
+		assert.Len(t, p.Objects, 2)
+		printed = append(printed, p)
+	}
+	assert.Equal(t, printed[0], printed[1])
+	r = kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "-o", "name")
 	require.Equal(t, 0, r.code, r)
-	var p subresourcesv1alpha1.ReleasePreview
-	unmarshal(t, r.stdout, &p)
-	assert.Equal(t, "ReleasePreview", p.Kind)
-	assert.Equal(t, green.Ref, p.RenderRef)
-	assert.Len(t, p.Objects, 2)
+	assert.Equal(t, "releasepreview.subresources.convoy.kumodo.io/web\n", r.stdout)
+	r = kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "-o", "yaml", "--manifests")
+	assert.Equal(t, 1, r.code, r)
+	assert.Contains(t, r.stderr, "--manifests and -o cannot be used together")
 
-	r = kubectlConvoy(t, "", "release", "preview", "web", "-n", ns, "-o", "table")
+	r = kubectlConvoy(t, "", "release", "preview", "web", "-n", ns)
 	require.Equal(t, 0, r.code, r)
 	assert.Regexp(t, `^KIND\s+NAMESPACE\s+NAME\n`, r.stdout)
 	assert.Regexp(t, fmt.Sprintf(`(?m)^Deployment\.apps\s+%s\s+web$`, ns), r.stdout)
@@ -402,9 +414,9 @@ func TestPluginErrors(t *testing.T) {
 		r := kubectlConvoy(t, "", "release", "diff")
 		assert.Equal(t, 2, r.code, r)
 		assert.Contains(t, r.stderr, "a release name is required")
-		r = kubectlConvoy(t, "", "release", "health", "web", "-n", ns, "-o", "wide")
+		r = kubectlConvoy(t, "", "release", "health", "web", "-n", ns, "-o", "xml")
 		assert.Equal(t, 1, r.code, r)
-		assert.Contains(t, r.stderr, `unknown output format "wide"`)
+		assert.Contains(t, r.stderr, `unknown output format "xml"`)
 	})
 }
 

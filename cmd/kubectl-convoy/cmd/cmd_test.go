@@ -225,9 +225,9 @@ func TestDiffExitCodes(t *testing.T) {
 	}, {
 		name:    "unknown output",
 		answers: map[string]answer{},
-		args:    []string{"-o", "wide"},
+		args:    []string{"-o", "xml"},
 		code:    2,
-		stderr:  `unknown output format "wide"`,
+		stderr:  `unknown output format "xml"`,
 	}, {
 		name:    "unknown colour",
 		answers: map[string]answer{},
@@ -378,7 +378,7 @@ Deployment.apps   shop        web    Healthy   -     0123456789abcdef   -
 Healthy: True (Healthy): all 1 resources healthy
 `},
 		{args: []string{"health", "-o", "yaml"}, method: "GET", stdout: "apiVersion: subresources.convoy.kumodo.io/v1alpha1\nentries:\n"},
-		{args: []string{"preview"}, method: "GET", stdout: `# Release shop/web: 1 objects
+		{args: []string{"preview", "--manifests"}, method: "GET", stdout: `# Release shop/web: 1 objects
 # renderRef: 0123456789abcdef
 # renderSource: Fresh
 ---
@@ -389,7 +389,9 @@ metadata:
   namespace: shop
 `},
 		{args: []string{"preview", "-o", "json", "--render", "0123456789abcdef"}, method: "GET", query: "render=0123456789abcdef", stdout: "{\n    \"apiVersion\": \"subresources.convoy.kumodo.io/v1alpha1\",\n    \"kind\": \"ReleasePreview\",\n"},
-		{args: []string{"preview", "-o", "table"}, method: "GET", stdout: "KIND        NAMESPACE   NAME\nConfigMap   shop        settings\nRelease shop/web: render 0123456789abcdef (Fresh), 1 objects\n"},
+		{args: []string{"preview"}, method: "GET", stdout: "KIND        NAMESPACE   NAME\nConfigMap   shop        settings\nRelease shop/web: render 0123456789abcdef (Fresh), 1 objects\n"},
+		{args: []string{"preview", "-o", "yaml"}, method: "GET", stdout: "apiVersion: subresources.convoy.kumodo.io/v1alpha1\nkind: ReleasePreview\n"},
+		{args: []string{"preview", "-o", "name"}, method: "GET", stdout: "releasepreview.subresources.convoy.kumodo.io/web\n"},
 		{args: []string{"sync"}, method: "POST", body: "{}", stdout: "sync requested for release shop/web at 2026-11-30T03:00:24.000000Z\n"},
 		{args: []string{"sync", "-o", "json"}, method: "POST", body: "{}", stdout: "{\n    \"kind\": \"ReleaseSync\",\n"},
 	}
@@ -429,7 +431,7 @@ func TestCompleteReleaseNames(t *testing.T) {
 		{[]string{"release", "diff", "-n", "shop", "w"}, "web\nworker\n:4\n"},
 		{[]string{"release", "sync", "-n", "shop", "web", ""}, ":4\n"},
 		{[]string{"release", "diff", "web", "-n", "shop", "--color", ""}, "auto\nalways\nnever\n:4\n"},
-		{[]string{"release", "preview", "web", "-n", "shop", "-o", ""}, "table\njson\nyaml\n:4\n"},
+		{[]string{"release", "preview", "web", "-n", "shop", "-o", ""}, "table\nwide\njson\nyaml\nname\n:4\n"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -78,7 +78,7 @@ func (o *Options) runDiff(cmd *cobra.Command, args []string, output, render, col
 	if err != nil {
 		return exitError, err
 	}
-	if output == outputTable {
+	if isTable(output) {
 		err = printDiff(o.Streams.Out, &diff, colored)
 	} else {
 		err = printRaw(o.Streams.Out, output, raw)

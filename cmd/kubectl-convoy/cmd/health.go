@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 
@@ -15,6 +16,7 @@ import (
 
 func newHealthCommand(o *Options) *cobra.Command {
 	var output string
+	var exitCode bool
 	cmd := &cobra.Command{
 		Use:   "health NAME",
 		Short: "Show the health of a Release and of each object it applied",
@@ -23,25 +25,43 @@ inventory entry with its state, how long it has been unhealthy, the render it wa
 assessed at and the message of the first failing rule, then the Healthy condition
 and the healthSummary.
 
+With --exit-code the exit status tells the health: 0 when the Healthy condition is
+True, 1 when it is not (Progressing, Degraded, Unknown, ...), 2 on an error.
+
 Needs get on releases/health in subresources.convoy.kumodo.io.`,
 		Example: `  kubectl convoy release health web -n shop
-  kubectl convoy release health web -n shop -o yaml`,
+  kubectl convoy release health web -n shop -o yaml
+  kubectl convoy release health web -n shop --exit-code >/dev/null || echo unhealthy`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var health subresourcesv1alpha1.ReleaseHealth
 			namespace, name, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "health"}, nil, &health)
 			if err != nil {
+				if exitCode {
+					return &ExitError{Code: exitWaitError, Err: err}
+				}
 				return err
 			}
-			if output != outputTable {
-				return printRaw(o.Streams.Out, output, raw)
+			if !isTable(output) {
+				err = printRaw(o.Streams.Out, output, raw)
+			} else {
+				if len(health.Entries) == 0 {
+					fmt.Fprintf(o.Streams.ErrOut, "No inventory entries: release %s/%s has not been applied yet.\n", namespace, name)
+				}
+				err = printHealth(o.Streams.Out, &health, o.Now())
 			}
-			if len(health.Entries) == 0 {
-				fmt.Fprintf(o.Streams.ErrOut, "No inventory entries: release %s/%s has not been applied yet.\n", namespace, name)
+			switch {
+			case err != nil && exitCode:
+				return &ExitError{Code: exitWaitError, Err: err}
+			case err != nil:
+				return err
+			case exitCode && (health.Healthy == nil || health.Healthy.Status != metav1.ConditionTrue):
+				return &ExitError{Code: exitNotReached}
 			}
-			return printHealth(o.Streams.Out, &health, o.Now())
+			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&exitCode, "exit-code", false, "Exit 0 when Healthy is True, 1 when not, 2 on an error")
 	addOutputFlag(cmd, &output, outputTable, "ReleaseHealth", "the inventory entries and the Healthy condition")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -15,39 +16,43 @@ import (
 
 func newPreviewCommand(o *Options) *cobra.Command {
 	var output, render string
+	var manifests bool
 	cmd := &cobra.Command{
 		Use:   "preview NAME [--render REF]",
 		Short: "Show the desired render of a Release",
-		Long: `Show the desired render of a Release (or the stored render REF): by default as a
-multi-document YAML stream of its objects, with the renderRef and renderSource in
-a leading comment. Secret values are redacted.
+		Long: `Show the desired render of a Release (or the stored render REF): by default one
+row per object, then the render. Secret values are redacted.
 
--o yaml (the default) prints that stream, -o json the ReleasePreview object as the
-server sent it, -o table one row per object.
+--manifests prints the objects as a multi-document YAML stream, with the renderRef
+and renderSource in a leading comment (ready for kubectl apply); -o json, yaml and
+name print the ReleasePreview object as the server sent it.
 
 Needs get on releases/preview in subresources.convoy.kumodo.io.`,
 		Example: `  kubectl convoy release preview web -n shop
   kubectl convoy release preview web -n shop --render 0123456789abcdef
-  kubectl convoy release preview web -n shop -o table`,
+  kubectl convoy release preview web -n shop --manifests | kubectl apply --server-side --dry-run=server -f -`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if manifests && cmd.Flags().Changed("output") {
+				return errors.New("--manifests and -o cannot be used together")
+			}
 			var preview subresourcesv1alpha1.ReleasePreview
 			_, _, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "preview", render: render}, nil, &preview)
 			if err != nil {
 				return err
 			}
-			switch output {
-			case outputYAML:
+			switch {
+			case manifests:
 				return printPreviewStream(o.Streams.Out, &preview)
-			case outputTable:
+			case isTable(output):
 				return printPreviewTable(o.Streams.Out, &preview)
 			default:
 				return printRaw(o.Streams.Out, output, raw)
 			}
 		},
 	}
-	addOutputFlag(cmd, &output, outputYAML, "ReleasePreview", "one row per object")
-	cmd.Flags().Lookup("output").Usage = "Output format: yaml (the objects as a multi-document YAML stream), json (the ReleasePreview object as the server sent it) or table (one row per object)"
+	addOutputFlag(cmd, &output, outputTable, "ReleasePreview", "one row per object")
+	cmd.Flags().BoolVar(&manifests, "manifests", false, "Print the objects of the render as a multi-document YAML stream")
 	cmd.Flags().StringVar(&render, "render", "", "renderRef of a stored render to show instead of the desired render")
 	return cmd
 }

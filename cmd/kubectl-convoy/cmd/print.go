@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 )
@@ -15,14 +16,18 @@ const (
 	outputTable = "table"
 	outputJSON  = "json"
 	outputYAML  = "yaml"
+	outputName  = "name"
 )
 
-var outputFormats = []string{outputTable, outputJSON, outputYAML}
+// outputFormats are the formats of -o of the commands on a subresource:
+// table and wide (the same, where a table has no wider form) are written by
+// the plugin, json, yaml and name by cli-runtime's printers.
+var outputFormats = []string{outputTable, outputWide, outputJSON, outputYAML, outputName}
 
 // addOutputFlag adds -o with the default def to cmd, whose answer is a kind.
 func addOutputFlag(cmd *cobra.Command, output *string, def, kind, tableHelp string) {
 	cmd.Flags().StringVarP(output, "output", "o", def,
-		fmt.Sprintf("Output format: table (%s), json or yaml (the %s object as the server sent it)", tableHelp, kind))
+		fmt.Sprintf("Output format: table or wide (%s), json, yaml or name (the %s object as the server sent it)", tableHelp, kind))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -36,13 +41,23 @@ func checkOutput(output string) error {
 	return fmt.Errorf("unknown output format %q: use one of %s", output, strings.Join(outputFormats, ", "))
 }
 
-// printRaw prints raw, an object as the server sent it, as JSON or YAML with
-// the printers of kubectl.
+// isTable says whether output is written by the plugin as a table.
+func isTable(output string) bool { return output == outputTable || output == outputWide }
+
+// printRaw prints raw, an object as the server sent it, as JSON, YAML or
+// KIND.GROUP/NAME with the printers of kubectl.
 func printRaw(w io.Writer, output string, raw []byte) error {
-	obj := &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+	var obj runtime.Object = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
 	var p printers.ResourcePrinter = &printers.JSONPrinter{}
-	if output == outputYAML {
+	switch output {
+	case outputYAML:
 		p = &printers.YAMLPrinter{}
+	case outputName:
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw); err != nil {
+			return err
+		}
+		obj, p = u, &printers.NamePrinter{}
 	}
 	return p.PrintObj(obj, w)
 }

@@ -429,5 +429,5 @@ requestedBy: alice
 			assert.Equal(t, tt.want, out.String())
 		})
 	}
-	assert.ErrorContains(t, checkOutput("wide"), `unknown output format "wide": use one of table, json, yaml`)
+	assert.ErrorContains(t, checkOutput("xml"), `unknown output format "xml": use one of table, wide, json, yaml, name`)
 }

@@ -70,10 +70,13 @@ Install the binary kubectl-convoy on your PATH and call it as "kubectl convoy".`
 		Short:   "Health, diff, preview and sync of a Release",
 	}
 	release.AddCommand(
+		newListCommand(o),
+		newGetCommand(o),
 		newHealthCommand(o),
 		newDiffCommand(o),
 		newPreviewCommand(o),
 		newSyncCommand(o),
+		newWaitCommand(o),
 	)
 	root.AddCommand(release, newVersionCommand(o))
 	return root

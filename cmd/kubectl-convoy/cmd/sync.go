@@ -27,7 +27,7 @@ Needs create on releases/sync in subresources.convoy.kumodo.io.`,
 			if err != nil {
 				return err
 			}
-			if output != outputTable {
+			if !isTable(output) {
 				return printRaw(o.Streams.Out, output, raw)
 			}
 			return printSync(o.Streams.Out, &sync, namespace, name)

@@ -40,8 +40,8 @@ and of the cluster's kube-apiserver.`,
   kubectl convoy version --client -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
+			if output != outputTable && output != outputJSON && output != outputYAML {
+				return fmt.Errorf("unknown output format %q: use table, json or yaml", output)
 			}
 			v := versions{Client: version.Get()}
 			var serverErr error
@@ -55,7 +55,7 @@ and of the cluster's kube-apiserver.`,
 		},
 	}
 	cmd.Flags().BoolVar(&clientOnly, "client", false, "Print the client version only, without a request")
-	addOutputFlag(cmd, &output, outputTable, "version", "lines")
+	cmd.Flags().StringVarP(&output, "output", "o", outputTable, "Output format: table (lines), json or yaml")
 	return cmd
 }
 
