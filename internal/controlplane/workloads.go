@@ -73,6 +73,10 @@ func (c *ControlPlane) startWorkloads(ctx context.Context) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokNodeAnnotation + "=fake",
 		"--node-ip=127.0.0.1",
+		// Heartbeats by Lease, as kubelets send them: without one the
+		// node-lifecycle controller finds the Node stale after 40s and
+		// marks its Pods not Ready.
+		"--node-lease-duration-seconds=40",
 		"--node-port=" + strconv.Itoa(port),
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
 		"--cidr=10.244.0.0/16",
