@@ -35,7 +35,7 @@ type overview struct {
 }
 
 func newGetCommand(o *Options) *cobra.Command {
-	print := genericclioptions.NewPrintFlags("")
+	printFlags := genericclioptions.NewPrintFlags("")
 	cmd := &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show a Release on one screen: its conditions, and the sync and health of each object",
@@ -58,8 +58,8 @@ Needs get on releases (convoy.kumodo.io), releases/diff and releases/health
 				return err
 			}
 			var objPrinter printers.ResourcePrinter
-			if print.OutputFormat != nil && *print.OutputFormat != "" && *print.OutputFormat != outputWide {
-				if objPrinter, err = print.ToPrinter(); err != nil {
+			if printFlags.OutputFormat != nil && *printFlags.OutputFormat != "" && *printFlags.OutputFormat != outputWide {
+				if objPrinter, err = printFlags.ToPrinter(); err != nil {
 					return err
 				}
 			}
@@ -77,7 +77,7 @@ Needs get on releases (convoy.kumodo.io), releases/diff and releases/health
 			return printOverview(o.Streams.Out, ov, o.Now())
 		},
 	}
-	print.AddFlags(cmd)
+	printFlags.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "Output format: one of cli-runtime's (json, yaml, name, jsonpath=..., go-template=...); the default is the overview"
 	return cmd
 }
