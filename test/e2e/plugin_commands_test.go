@@ -25,7 +25,9 @@ func TestPluginWait(t *testing.T) {
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 
-	r := kubectlConvoy(t, "", "release", "wait", "web", "-n", ns, "--for=insync", "--timeout=3s")
+	r := kubectlConvoy(t, "", "release", "wait", "web", "-n", ns, "--for=insync", "--timeout=0")
+	assert.Equal(t, 1, r.code, r)
+	r = kubectlConvoy(t, "", "release", "wait", "web", "-n", ns, "--for=insync", "--timeout=3s")
 	assert.Equal(t, 1, r.code, r)
 	assert.Contains(t, r.stderr, fmt.Sprintf("timed out after 3s waiting for release %s/web to be insync: InSync", ns))
 
@@ -49,6 +51,8 @@ func TestPluginWait(t *testing.T) {
 	}
 	r = kubectlConvoy(t, "", "release", "health", "web", "-n", ns, "--exit-code")
 	assert.Equal(t, 0, r.code, r)
+	r = kubectlConvoy(t, "", "release", "wait", "web", "-n", ns, "--for=healthy", "--timeout=0")
+	assert.Equal(t, 0, r.code, "--timeout=0 checks once: %s", r)
 	assert.Contains(t, r.stdout, applied.Ref)
 
 	// Errors: exit 2.

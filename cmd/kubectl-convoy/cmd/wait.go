@@ -117,14 +117,22 @@ func (o *Options) runWait(cmd *cobra.Command, args []string, what string, timeou
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	err = wait.PollUntilContextTimeout(ctx, waitPoll, timeout, true, check)
+	if timeout <= 0 {
+		// Check once, with the request's own time.
+		var done bool
+		if done, err = check(ctx); err == nil && !done {
+			err = context.DeadlineExceeded
+		}
+	} else {
+		err = wait.PollUntilContextTimeout(ctx, waitPoll, timeout, true, check)
+	}
 	switch {
 	case err == nil && last.reached:
 		fmt.Fprintf(o.Streams.Out, "release.convoy.kumodo.io/%s %s\n", name, what)
 		return exitReached, nil
 	case err == nil && last.degraded:
 		return exitNotReached, fmt.Errorf("release %s/%s is Degraded: %s", namespace, name, last.why)
-	case wait.Interrupted(err):
+	case wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded):
 		why := last.why
 		if last.err != nil {
 			why = last.err.Error()
