@@ -51,9 +51,9 @@ func TestPluginWait(t *testing.T) {
 	}
 	r = kubectlConvoy(t, "", "release", "health", "web", "-n", ns, "--exit-code")
 	assert.Equal(t, 0, r.code, r)
+	assert.Contains(t, r.stdout, applied.Ref)
 	r = kubectlConvoy(t, "", "release", "wait", "web", "-n", ns, "--for=healthy", "--timeout=0")
 	assert.Equal(t, 0, r.code, "--timeout=0 checks once: %s", r)
-	assert.Contains(t, r.stdout, applied.Ref)
 
 	// Errors: exit 2.
 	for _, args := range [][]string{
