@@ -200,3 +200,48 @@ func TestSnapshotsListOnlyWhenItIsWorthIt(t *testing.T) {
 	assert.Equal(t, 4*ListCostRatio, snap.Len())
 	assert.Equal(t, int32(2), lists.Load())
 }
+
+// Lookups read one by one count over windows: once they cost as much as the
+// last LIST, the next window lists again, however few each window asked
+// about (reading one by one slows the passes, so one window's demand
+// understates what they need).
+func TestSnapshotsListAgainOnceTheReadsOneByOneCostAsMuch(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	var objs []runtime.Object
+	for i := range 3 * ListCostRatio {
+		objs = append(objs, partial("shop", fmt.Sprintf("cm-%d", i), "1"))
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	var lists atomic.Int32
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s := NewSnapshots(client, 5*time.Second, clk)
+	ctx := context.Background()
+	window := func() { clk.SetTime(clk.Now().Add(6 * time.Second)) }
+
+	_, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err)
+	// One lookup per window: never worth a LIST by the window's demand,
+	// but three reads one by one cost one LIST of 3 × ListCostRatio.
+	for i := range 3 {
+		window()
+		_, err = s.Get(ctx, configMaps, "shop")
+		assert.ErrorIs(t, err, ErrNotWorthListing, "window %d", i)
+	}
+	assert.Equal(t, int32(1), lists.Load())
+	window()
+	snap, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err, "the reads one by one cost as much as a LIST")
+	assert.Equal(t, 3*ListCostRatio, snap.Len())
+	assert.Equal(t, int32(2), lists.Load())
+
+	// The count starts again after that LIST.
+	window()
+	_, err = s.Get(ctx, configMaps, "shop")
+	assert.ErrorIs(t, err, ErrNotWorthListing)
+	assert.Equal(t, int32(2), lists.Load())
+}
