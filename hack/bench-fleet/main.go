@@ -66,6 +66,7 @@ func run() error {
 	timeout := flag.Duration("round-timeout", 30*time.Minute, "longest round")
 	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 200ms per Release)")
 	maxAge := flag.Duration("cache-max-age", 0, "--cache-max-age of convoy-apiserver with the cache on (default: 10m, or --resync + 5m when that is longer, so that the resync round measures passes within it, not the periodic refresh)")
+	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of convoy-apiserver (e.g. 270MiB: what the Deployment sets from a 300Mi memory limit, less a margin); empty: none")
 	flag.Parse()
 	if *binDir == "" {
 		return fmt.Errorf("--bin-dir is required")
@@ -91,6 +92,7 @@ func run() error {
 		ManifestDirs:    []string{filepath.Join(root, "artifacts/rbac")},
 		ConvoyAPIServer: *convoyBin,
 		DeferConvoy:     true, // started once the fleet exists, once per mode
+		ConvoyEnv:       convoyEnv(*memLimit),
 		Out:             out,
 	})
 	if err != nil {
@@ -171,6 +173,15 @@ func run() error {
 	}
 	printTable(*releases, rows)
 	return nil
+}
+
+// convoyEnv is the environment of convoy-apiserver: GOMEMLIMIT when set.
+func convoyEnv(memLimit string) []string {
+	if memLimit == "" {
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "bench-fleet: convoy-apiserver runs with GOMEMLIMIT=%s\n", memLimit)
+	return []string{"GOMEMLIMIT=" + memLimit}
 }
 
 // fleet is the Releases of the benchmark.

@@ -42,6 +42,9 @@ type Options struct {
 	ConvoyAPIServer string
 	// ConvoyArgs are extra flags for every convoy-apiserver started.
 	ConvoyArgs []string
+	// ConvoyEnv are extra environment variables (KEY=VALUE) of every
+	// convoy-apiserver started, e.g. GOMEMLIMIT.
+	ConvoyEnv []string
 	// Workloads starts kube-controller-manager, kube-scheduler and kwok with
 	// a simulated Node, so that Deployments get Pods that become Ready.
 	Workloads bool
@@ -172,13 +175,13 @@ func (c *ControlPlane) logf(format string, args ...any) {
 }
 
 // launch starts a long-running process and records it for Stop.
-func (c *ControlPlane) launch(name, bin string, args []string) (*process, error) {
+func (c *ControlPlane) launch(name, bin string, args, env []string) (*process, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return nil, errors.New("control plane is stopped")
 	}
-	p, err := startProcess(name, filepath.Join(c.logDir, name+".log"), bin, args)
+	p, err := startProcess(name, filepath.Join(c.logDir, name+".log"), bin, args, env)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func (c *ControlPlane) startConvoy(ctx context.Context, extraArgs []string) (*Co
 		"--authorization-kubeconfig=" + cred.kubeconfig,
 	}
 	args = append(append(args, c.opts.ConvoyArgs...), extraArgs...)
-	proc, err := c.launch(fmt.Sprintf("%s-%d", convoyName, n), c.opts.ConvoyAPIServer, args)
+	proc, err := c.launch(fmt.Sprintf("%s-%d", convoyName, n), c.opts.ConvoyAPIServer, args, c.opts.ConvoyEnv)
 	if err != nil {
 		return nil, err
 	}

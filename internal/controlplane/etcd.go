@@ -39,7 +39,7 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 		"--initial-cluster=convoy-local=" + peerURL,
 		"--initial-cluster-state=new",
 		"--unsafe-no-fsync",
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}

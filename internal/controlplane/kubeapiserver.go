@@ -83,7 +83,7 @@ func (c *ControlPlane) startKubeAPIServer(ctx context.Context, spec kubeAPIServe
 		// namespace Nodes of its own).
 		"--enable-admission-plugins=PodNodeSelector",
 	}
-	if k.proc, err = c.launch(spec.name, filepath.Join(c.opts.BinDir, "kube-apiserver"), args); err != nil {
+	if k.proc, err = c.launch(spec.name, filepath.Join(c.opts.BinDir, "kube-apiserver"), args, nil); err != nil {
 		return nil, err
 	}
 	if k.config, err = writeKubeconfig(spec.kubeconfig, k.url, k.caPEM, credentials{name: "admin", certPEM: pk.admin.certPEM, keyPEM: pk.admin.keyPEM}); err != nil {

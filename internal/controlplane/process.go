@@ -33,7 +33,7 @@ type process struct {
 }
 
 // startProcess starts bin with args, appending its output to logPath.
-func startProcess(name, logPath, bin string, args []string) (*process, error) {
+func startProcess(name, logPath, bin string, args, env []string) (*process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open log of %s: %w", name, err)
@@ -42,6 +42,9 @@ func startProcess(name, logPath, bin string, args []string) (*process, error) {
 
 	cmd := exec.Command(bin, args...)
 	cmd.Stdin = nil
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Files, not pipes: no copying goroutine, and Wait returns as soon as the
 	// process exits even if a grandchild still holds the descriptors.
 	cmd.Stdout = logFile

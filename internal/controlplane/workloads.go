@@ -46,7 +46,7 @@ func (c *ControlPlane) startWorkloads(ctx context.Context) error {
 		"--allocate-node-cidrs=false",
 		"--concurrent-deployment-syncs=10",
 	}
-	if _, err := c.launch("kube-controller-manager", filepath.Join(c.opts.BinDir, "kube-controller-manager"), kcm); err != nil {
+	if _, err := c.launch("kube-controller-manager", filepath.Join(c.opts.BinDir, "kube-controller-manager"), kcm, nil); err != nil {
 		return err
 	}
 	scheduler := []string{
@@ -57,7 +57,7 @@ func (c *ControlPlane) startWorkloads(ctx context.Context) error {
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
 	}
-	if _, err := c.launch("kube-scheduler", filepath.Join(c.opts.BinDir, "kube-scheduler"), scheduler); err != nil {
+	if _, err := c.launch("kube-scheduler", filepath.Join(c.opts.BinDir, "kube-scheduler"), scheduler, nil); err != nil {
 		return err
 	}
 	port, err := freePort()
@@ -81,7 +81,7 @@ func (c *ControlPlane) startWorkloads(ctx context.Context) error {
 		"--server-address=127.0.0.1:" + strconv.Itoa(port),
 		"--cidr=10.244.0.0/16",
 	}
-	if _, err := c.launch("kwok", filepath.Join(c.opts.BinDir, "kwok"), kwok); err != nil {
+	if _, err := c.launch("kwok", filepath.Join(c.opts.BinDir, "kwok"), kwok, nil); err != nil {
 		return err
 	}
 	began := time.Now()

@@ -90,6 +90,24 @@ func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (
 	return r.diff, true
 }
 
+// prior returns the compare of key made with the desired object, young
+// enough to be reused when the live object has its resourceVersion (which
+// the caller still has to check): only then is a shared LIST worth asking.
+// It counts neither a hit nor a miss.
+func (c *ResultCache) prior(key resultKey, desired [sha256.Size]byte) (cachedResult, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries.Get(key)
+	if !ok {
+		return cachedResult{}, false
+	}
+	r := v.(cachedResult)
+	if r.desired != desired || c.clock.Since(r.at) >= c.maxAge {
+		return cachedResult{}, false
+	}
+	return r, true
+}
+
 func (c *ResultCache) put(key resultKey, desired [sha256.Size]byte, rv string, diff subresourcesv1alpha1.ObjectDiff) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -21,11 +21,16 @@ type cachingClient struct {
 	cluster string
 	// listed are the resourceVersions a LIST saw, by name; nil: no LIST.
 	listed map[string]string
+	// lookups, when set, counts the names asked about.
+	lookups map[string]int
 }
 
 func (c cachingClient) Cluster() string { return c.cluster }
 
 func (c cachingClient) ResourceVersion(_ context.Context, _ schema.GroupVersionKind, _, name string) (string, bool, bool) {
+	if c.lookups != nil {
+		c.lookups[name]++
+	}
 	if c.listed == nil {
 		return "", false, false
 	}
@@ -124,4 +129,26 @@ func TestResultCacheWithAList(t *testing.T) {
 	res = engine.Compare(context.Background(), cachingClient{fakeClient: f, listed: map[string]string{"web": "2", "api": "7"}}, desired)
 	assert.Equal(t, subresourcesv1alpha1.ObjectInSync, res.Objects[1].Status)
 	assert.Equal(t, 2, f.applyCount(api), "back with the same resourceVersion: the forgotten compare is made again")
+}
+
+// The LIST is asked about an object only when a compare of the same desired
+// object may be reused: not in a first pass, nor after the desired object
+// changed, where a LIST saves nothing (Snapshots count the lookups to judge
+// whether a LIST is worth it).
+func TestResultCacheAsksTheListOnlyWhenItCanSave(t *testing.T) {
+	web, api := deployment("shop", "web", 3, "shop:1"), deployment("shop", "api", 1, "api:1")
+	engine := newTestEngine(2).WithCache(NewResultCache(time.Hour, clocktesting.NewFakePassiveClock(time.Now())))
+	f := newFake(withRV(liveOf(web), "1"), withRV(liveOf(api), "7"))
+	listed := map[string]string{"web": "1", "api": "7"}
+	lookups := map[string]int{}
+	client := cachingClient{fakeClient: f, listed: listed, lookups: lookups}
+
+	require.Equal(t, subresourcesv1alpha1.DiffInSync, engine.Compare(context.Background(), client, []*unstructured.Unstructured{web, api}).Result)
+	assert.Empty(t, lookups, "a first pass: nothing to reuse, no lookup")
+
+	res := engine.Compare(context.Background(), client, []*unstructured.Unstructured{deployment("shop", "web", 4, "shop:1"), api})
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, map[string]int{"api": 1}, lookups, "web's desired object changed: no lookup")
+	assert.Equal(t, 1, f.getCount(api), "api unchanged: reused from the LIST")
+	assert.Equal(t, 2, f.getCount(web))
 }

@@ -224,10 +224,14 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 	if cached {
 		// Unchanged since a shared LIST saw it: no read, no dry run. An
 		// object the LIST did not see is read: it may be newer than the LIST.
+		// The LIST is asked only for an object with a compare to reuse (not
+		// in a first pass, nor after the desired object changed), so that
+		// the Snapshots count only the lookups a LIST can save.
 		if l, ok := c.(Lister); ok {
-			if rv, exists, known := l.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists {
-				if diff, ok := e.cache.get(key, hash, rv); ok {
-					return diff, nil
+			if prior, ok := e.cache.prior(key, hash); ok {
+				if rv, exists, known := l.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == prior.rv {
+					cacheResults.WithLabelValues("hit").Inc()
+					return prior.diff, nil
 				}
 			}
 		}

@@ -2,6 +2,8 @@ package desired
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,7 +31,9 @@ var (
 )
 
 // RenderCache keeps fresh renders keyed by everything they depend on: the
-// Release (UID and generation: its spec), the identity and target cluster
+// Release (its UID and a hash of the spec fields a render reads: all but
+// syncPolicy and healthAssessment, so that a change of interval or of the
+// health rules renders nothing again), the identity and target cluster
 // (the target's REST mapper scopes namespaces), and the resourceVersions of
 // its inputs (the source ConfigMap and every valuesFrom object), which a
 // shared metadata-only LIST of the Release's namespace tells without reading
@@ -99,8 +103,12 @@ func (c *RenderCache) key(ctx context.Context, access *cluster.Access, release *
 	if access.HomeSnapshots == nil || src == nil {
 		return "", false
 	}
+	spec, err := renderSpecHash(&release.Spec)
+	if err != nil {
+		return "", false
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%d/%s/%s", release.UID, release.Generation, access.Identity.UserName(), access.Target.Name)
+	fmt.Fprintf(&b, "%s/%s/%s/%s", release.UID, spec, access.Identity.UserName(), access.Target.Name)
 	inputs := []struct {
 		resource schema.GroupVersionResource
 		name     string
@@ -179,4 +187,20 @@ func (c *RenderCache) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.entries.Len()
+}
+
+// renderSpecHash hashes the fields of spec that a fresh render may read:
+// every field but syncPolicy (when to check and sync) and healthAssessment
+// (which rules judge the objects). A field added to the spec later is in the
+// hash unless it is left out here.
+func renderSpecHash(spec *convoyv1alpha1.ReleaseSpec) (string, error) {
+	rendered := *spec
+	rendered.SyncPolicy = convoyv1alpha1.SyncPolicy{}
+	rendered.HealthAssessment = nil
+	data, err := json.Marshal(&rendered)
+	if err != nil {
+		return "", fmt.Errorf("hashing the spec: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12]), nil
 }

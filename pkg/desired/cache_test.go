@@ -74,17 +74,28 @@ func TestRenderCacheKeys(t *testing.T) {
 	update("Secret", "creds", "6")
 	render()
 	assert.Equal(t, 3, next.n, "a valuesFrom object changed")
+	// A spec change that a render does not read renders nothing again.
 	release.Generation = 2
+	release.Spec.SyncPolicy = convoyv1alpha1.SyncPolicy{Automatic: &convoyv1alpha1.AutomaticSync{},
+		Interval: &metav1.Duration{Duration: time.Minute}}
+	release.Spec.HealthAssessment = &convoyv1alpha1.HealthAssessment{}
+	render()
+	assert.Equal(t, 3, next.n, "only syncPolicy and healthAssessment changed")
+	release.Generation = 3
+	release.Spec.TargetNamespace = "shop-2"
 	render()
 	assert.Equal(t, 4, next.n, "the spec changed")
+	release.Spec.Mutations = []convoyv1alpha1.Mutation{{}}
+	render()
+	assert.Equal(t, 5, next.n, "the mutations changed")
 	access.Identity.Name = "deployer"
 	render()
-	assert.Equal(t, 5, next.n, "another identity")
+	assert.Equal(t, 6, next.n, "another identity")
 	clk.Step(time.Hour)
 	render()
-	assert.Equal(t, 6, next.n, "too old")
+	assert.Equal(t, 7, next.n, "too old")
 	render()
-	assert.Equal(t, 6, next.n)
+	assert.Equal(t, 7, next.n)
 }
 
 func TestRenderCacheBounds(t *testing.T) {

@@ -281,6 +281,19 @@ func TestDeployRender(t *testing.T) {
 	assert.Equal(t, "100m", c.Resources.Requests.Cpu().String())
 	assert.Equal(t, "128Mi", c.Resources.Requests.Memory().String())
 	assert.False(t, c.Resources.Limits.Memory().IsZero(), "a memory limit")
+	// GOMEMLIMIT, the Go runtime's soft limit, about 10% under it.
+	var goMemLimit string
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			goMemLimit = e.Value
+		}
+	}
+	require.True(t, strings.HasSuffix(goMemLimit, "MiB"), "GOMEMLIMIT %q in MiB", goMemLimit)
+	mib, err := strconv.ParseInt(strings.TrimSuffix(goMemLimit, "MiB"), 10, 64)
+	require.NoError(t, err)
+	limit := c.Resources.Limits.Memory().Value()
+	assert.Less(t, mib<<20, limit, "GOMEMLIMIT under the memory limit")
+	assert.Greater(t, mib<<20, limit*8/10, "GOMEMLIMIT within 20%% of the memory limit")
 
 	// Non-root, read-only root filesystem, nothing extra.
 	sc := c.SecurityContext
