@@ -96,8 +96,11 @@ func (o *Options) runWait(cmd *cobra.Command, args []string, what string, timeou
 		u, err := releases.Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case err == nil:
-		case ctx.Err() != nil:
-			return false, nil // the timeout, not a failure of the cluster
+		case ctx.Err() != nil || pastDeadline(ctx):
+			// The timeout, not a failure of the cluster. Past the deadline
+			// but before ctx is done (a loaded machine), client-go's rate
+			// limiter refuses at once ("would exceed context deadline").
+			return false, nil
 		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			return false, err
 		default:
@@ -192,4 +195,11 @@ func releaseWaitState(r *convoyv1alpha1.Release, what string) waitState {
 		}
 	}
 	return s
+}
+
+// pastDeadline says whether ctx's deadline has passed, even if ctx is not
+// done yet.
+func pastDeadline(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }

@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,6 +61,27 @@ func TestReleaseWaitState(t *testing.T) {
 			assert.Equal(t, tc.reached, s.reached)
 			assert.Equal(t, tc.degraded, s.degraded)
 			assert.Equal(t, tc.why, s.why)
+		})
+	}
+}
+
+// A read refused past the deadline is the timeout, whether or not the
+// context is done yet.
+func TestPastDeadline(t *testing.T) {
+	future, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	past, cancelPast := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
+	defer cancelPast()
+	for name, tc := range map[string]struct {
+		ctx  context.Context
+		want bool
+	}{
+		"no deadline": {context.Background(), false},
+		"before it":   {future, false},
+		"past it":     {past, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.want, pastDeadline(tc.ctx))
 		})
 	}
 }
