@@ -65,7 +65,7 @@ func run() error {
 	driftPercent := flag.Float64("drift", 1, "percent of the objects changed by another manager")
 	timeout := flag.Duration("round-timeout", 30*time.Minute, "longest round")
 	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 200ms per Release)")
-	maxAge := flag.Duration("cache-max-age", 0, "--cache-max-age of convoy-apiserver with the cache on (default: 10m, or --resync + 5m when that is longer, so that the resync round measures passes within it, not the periodic refresh)")
+	maxAge := flag.Duration("cache-max-age", 0, "--cache-max-age of convoy-apiserver, which only the cache-on instance uses (default: 10m, or --resync + 5m when that is longer, so that the resync round measures passes within it, not the periodic refresh)")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of convoy-apiserver (e.g. 270MiB: what the Deployment sets from a 300Mi memory limit, less a margin); empty: none")
 	flag.Parse()
 	if *binDir == "" {
