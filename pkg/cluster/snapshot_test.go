@@ -162,22 +162,8 @@ func TestSnapshotsJoinTheListInFlight(t *testing.T) {
 // objects; else they read them one by one, and it is listed again once
 // they ask about more.
 func TestSnapshotsListOnlyWhenItIsWorthIt(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	var objs []runtime.Object
-	for i := range 4 * ListCostRatio {
-		objs = append(objs, partial("shop", fmt.Sprintf("cm-%d", i), "1"))
-	}
-	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
-	var lists atomic.Int32
-	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
-		lists.Add(1)
-		return false, nil, nil
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	s := NewSnapshots(client, 5*time.Second, clk)
+	s, lists, window := countedSnapshots(t, 4*ListCostRatio)
 	ctx := context.Background()
-	window := func() { clk.SetTime(clk.Now().Add(6 * time.Second)) }
 
 	snap, err := s.Get(ctx, configMaps, "shop")
 	require.NoError(t, err, "the first window lists: nothing is known yet")
@@ -206,22 +192,8 @@ func TestSnapshotsListOnlyWhenItIsWorthIt(t *testing.T) {
 // about (reading one by one slows the passes, so one window's demand
 // understates what they need).
 func TestSnapshotsListAgainOnceTheReadsOneByOneCostAsMuch(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	var objs []runtime.Object
-	for i := range 3 * ListCostRatio {
-		objs = append(objs, partial("shop", fmt.Sprintf("cm-%d", i), "1"))
-	}
-	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
-	var lists atomic.Int32
-	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
-		lists.Add(1)
-		return false, nil, nil
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	s := NewSnapshots(client, 5*time.Second, clk)
+	s, lists, window := countedSnapshots(t, 3*ListCostRatio)
 	ctx := context.Background()
-	window := func() { clk.SetTime(clk.Now().Add(6 * time.Second)) }
 
 	_, err := s.Get(ctx, configMaps, "shop")
 	require.NoError(t, err)
@@ -244,4 +216,26 @@ func TestSnapshotsListAgainOnceTheReadsOneByOneCostAsMuch(t *testing.T) {
 	_, err = s.Get(ctx, configMaps, "shop")
 	assert.ErrorIs(t, err, ErrNotWorthListing)
 	assert.Equal(t, int32(2), lists.Load())
+}
+
+// countedSnapshots returns Snapshots of a namespace "shop" of n ConfigMaps
+// that share a LIST for 5s, the count of LISTs sent, and a function that
+// moves the clock past the window.
+func countedSnapshots(t *testing.T, n int) (*Snapshots, *atomic.Int32, func()) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	var objs []runtime.Object
+	for i := range n {
+		objs = append(objs, partial("shop", fmt.Sprintf("cm-%d", i), "1"))
+	}
+	client := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	lists := &atomic.Int32{}
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	window := func() { clk.SetTime(clk.Now().Add(6 * time.Second)) }
+	return NewSnapshots(client, 5*time.Second, clk), lists, window
 }
