@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -114,6 +117,19 @@ func TestPerReleaseStateIsReleasedOnDelete(t *testing.T) {
 	r := releaseSelecting("shop", "web", nil, nil)
 	r.UID = "uid-web"
 	client := fake.NewClientset(r)
+	// The fake tracker keeps no history: a delete between the informer's LIST
+	// and its WATCH would never reach the handlers, so the test deletes only
+	// once the watch of Releases is open.
+	watching := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("releases", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace(), action.(k8stesting.WatchActionImpl).ListOptions)
+		if err != nil {
+			return true, nil, err
+		}
+		once.Do(func() { close(watching) })
+		return true, w, nil
+	})
 	l, factory, _ := healthLoopOn(t, client)
 	drift, err := NewDriftLoop(factory.Convoy().V1alpha1().Releases(), factory.Convoy().V1alpha1().ReleaseInventories(), nil, l.status, nil)
 	require.NoError(t, err)
@@ -126,6 +142,7 @@ func TestPerReleaseStateIsReleasedOnDelete(t *testing.T) {
 	key := cache.ObjectName{Namespace: "shop", Name: "web"}
 	l.nextDelay(key, false, time.Hour)
 	l.status.part(r)
+	<-watching
 	require.NoError(t, client.ConvoyV1alpha1().Releases("shop").Delete(ctx, "web", metav1.DeleteOptions{}))
 	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		l.mu.Lock()
