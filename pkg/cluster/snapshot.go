@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"strconv"
 	"sync"
 	"time"
 
@@ -26,22 +28,58 @@ const (
 
 // Snapshot is what a metadata-only LIST of one resource in one namespace
 // (PartialObjectMetadataList) told: the names of the live objects and their
-// resourceVersions, at a time. It keeps nothing else of them.
+// resourceVersions, at a time. It keeps nothing else of them, and keeps
+// them small (a namespace may hold 75,000 ConfigMaps): a 64-bit hash of
+// each name (hash/maphash, seeded at random per process) and the
+// resourceVersion as a number when it is one, as kube-apiserver's are.
+//
+// Two names whose hashes collide share an entry: one of them is answered
+// with the other's resourceVersion. That costs a read, never a wrong
+// answer: the callers reuse what they know of an object only when its
+// resourceVersion is the one they saw, and two objects of a resource never
+// have the same one (each is the etcd revision of the object's last write).
 type Snapshot struct {
 	// At is when the LIST was sent.
 	At       time.Time
-	versions map[string]string
+	seed     maphash.Seed
+	versions map[uint64]uint64
+	// opaque holds, by name, the resourceVersions that are not a number
+	// in canonical form (an aggregated API's may be anything).
+	opaque map[string]string
+	n      int
+}
+
+func newSnapshot(at time.Time, seed maphash.Seed) *Snapshot {
+	return &Snapshot{At: at, seed: seed, versions: map[uint64]uint64{}}
+}
+
+func (s *Snapshot) add(name, rv string) {
+	s.n++
+	if v, err := strconv.ParseUint(rv, 10, 64); err == nil && strconv.FormatUint(v, 10) == rv {
+		s.versions[maphash.String(s.seed, name)] = v
+		return
+	}
+	if s.opaque == nil {
+		s.opaque = map[string]string{}
+	}
+	s.opaque[name] = rv
 }
 
 // ResourceVersion returns the resourceVersion of the object name, and
 // whether the LIST saw it.
 func (s *Snapshot) ResourceVersion(name string) (string, bool) {
-	rv, ok := s.versions[name]
-	return rv, ok
+	if rv, ok := s.opaque[name]; ok {
+		return rv, true
+	}
+	v, ok := s.versions[maphash.String(s.seed, name)]
+	if !ok {
+		return "", false
+	}
+	return strconv.FormatUint(v, 10), true
 }
 
 // Len is the number of objects the LIST saw.
-func (s *Snapshot) Len() int { return len(s.versions) }
+func (s *Snapshot) Len() int { return s.n }
 
 // Snapshots reads and shares Snapshots of one cluster as one identity: the
 // first pass that asks for (resource, namespace) sends the LIST, the passes
@@ -71,6 +109,7 @@ func (s *Snapshot) Len() int { return len(s.versions) }
 //     of the two ways (the rent-or-buy bound).
 type Snapshots struct {
 	client    metadata.Interface
+	seed      maphash.Seed
 	freshness time.Duration
 	clock     clock.PassiveClock
 
@@ -117,7 +156,7 @@ func (prev *snapshotEntry) worthListing() bool {
 // NewSnapshots returns Snapshots that LIST with client and share each for
 // freshness.
 func NewSnapshots(client metadata.Interface, freshness time.Duration, clk clock.PassiveClock) *Snapshots {
-	return &Snapshots{client: client, freshness: freshness, clock: clk, entries: lru.New(maxSnapshots)}
+	return &Snapshots{client: client, seed: maphash.MakeSeed(), freshness: freshness, clock: clk, entries: lru.New(maxSnapshots)}
 }
 
 // Get returns a Snapshot of resource in namespace ("" for a cluster-scoped
@@ -175,7 +214,7 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 
 // list reads every page of a metadata-only LIST.
 func (s *Snapshots) list(ctx context.Context, resource schema.GroupVersionResource, namespace string, at time.Time) (*Snapshot, error) {
-	snap := &Snapshot{At: at, versions: map[string]string{}}
+	snap := newSnapshot(at, s.seed)
 	opts := metav1.ListOptions{Limit: snapshotPageSize}
 	for {
 		page, err := s.client.Resource(resource).Namespace(namespace).List(ctx, opts)
@@ -183,7 +222,7 @@ func (s *Snapshots) list(ctx context.Context, resource schema.GroupVersionResour
 			return nil, fmt.Errorf("listing %s in %q: %w", resource.GroupResource(), namespace, err)
 		}
 		for i := range page.Items {
-			snap.versions[page.Items[i].Name] = page.Items[i].ResourceVersion
+			snap.add(page.Items[i].Name, page.Items[i].ResourceVersion)
 		}
 		if opts.Continue = page.Continue; opts.Continue == "" {
 			return snap, nil

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -238,4 +240,32 @@ func countedSnapshots(t *testing.T, n int) (*Snapshots, *atomic.Int32, func()) {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	window := func() { clk.SetTime(clk.Now().Add(6 * time.Second)) }
 	return NewSnapshots(client, 5*time.Second, clk), lists, window
+}
+
+// A Snapshot answers every resourceVersion exactly as the LIST said it,
+// numbers (kept as numbers) and anything else alike.
+func TestSnapshotResourceVersions(t *testing.T) {
+	snap := newSnapshot(time.Now(), maphash.MakeSeed())
+	listed := map[string]string{
+		"number":                                "123456789",
+		"large":                                 "18446744073709551615",
+		"too large":                             "18446744073709551616",
+		"leading zero":                          "0042",
+		"zero":                                  "0",
+		"not a number":                          "abc",
+		"signed":                                "+7",
+		"empty":                                 "",
+		"long name " + strings.Repeat("x", 200): "5",
+	}
+	for name, rv := range listed {
+		snap.add(name, rv)
+	}
+	assert.Equal(t, len(listed), snap.Len())
+	for name, rv := range listed {
+		got, ok := snap.ResourceVersion(name)
+		assert.True(t, ok, name)
+		assert.Equal(t, rv, got, name)
+	}
+	_, ok := snap.ResourceVersion("not listed")
+	assert.False(t, ok)
 }

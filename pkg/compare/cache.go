@@ -3,7 +3,9 @@ package compare
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,38 +58,63 @@ func NewResultCache(maxAge time.Duration, clk clock.PassiveClock) *ResultCache {
 	return &ResultCache{maxAge: maxAge, clock: clk, entries: lru.New(maxCachedResults)}
 }
 
-// resultKey names one object as one identity on one cluster.
-type resultKey struct {
-	who, cluster    string
-	gvk             schema.GroupVersionKind
-	namespace, name string
+// resultKey names one object as one identity on one cluster: the SHA-256
+// of who, the cluster, the object's group, version, kind, namespace and
+// name. A hash rather than the strings, so that an entry pins none of the
+// strings of the render it came from (a fleet keeps 100,000 entries).
+type resultKey [sha256.Size]byte
+
+// resultKeyOf returns the resultKey of an object.
+func resultKeyOf(who, cluster string, gvk schema.GroupVersionKind, namespace, name string) resultKey {
+	h := sha256.New()
+	for _, s := range []string{who, cluster, gvk.Group, gvk.Version, gvk.Kind, namespace, name} {
+		var n [binary.MaxVarintLen64]byte
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	var k resultKey
+	h.Sum(k[:0])
+	return k
 }
 
-// cachedResult is one compare and what it depended on.
+// cachedResult is one compare and what it depended on. It keeps the
+// outcome only (status and changes, nil for an object in sync); the names
+// of the object are the caller's (withOutcome).
 type cachedResult struct {
 	desired [sha256.Size]byte
 	rv      string
-	at      time.Time
-	diff    subresourcesv1alpha1.ObjectDiff
+	at      int64 // the clock's UnixNano
+	status  subresourcesv1alpha1.ObjectStatus
+	changes []subresourcesv1alpha1.FieldChange
+}
+
+// withOutcome returns d with the status and changes of r.
+func (r cachedResult) withOutcome(d subresourcesv1alpha1.ObjectDiff) subresourcesv1alpha1.ObjectDiff {
+	d.Status, d.Changes = r.status, r.changes
+	return d
+}
+
+func (c *ResultCache) young(r cachedResult) bool {
+	return c.clock.Now().UnixNano()-r.at < int64(c.maxAge)
 }
 
 // get returns the compare of key when the desired object and the live
 // resourceVersion are those it was made with, and it is young enough.
-func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (subresourcesv1alpha1.ObjectDiff, bool) {
+func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (cachedResult, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v, ok := c.entries.Get(key)
 	if !ok {
 		cacheResults.WithLabelValues("miss").Inc()
-		return subresourcesv1alpha1.ObjectDiff{}, false
+		return cachedResult{}, false
 	}
 	r := v.(cachedResult)
-	if r.desired != desired || r.rv != rv || c.clock.Since(r.at) >= c.maxAge {
+	if r.desired != desired || r.rv != rv || !c.young(r) {
 		cacheResults.WithLabelValues("miss").Inc()
-		return subresourcesv1alpha1.ObjectDiff{}, false
+		return cachedResult{}, false
 	}
 	cacheResults.WithLabelValues("hit").Inc()
-	return r.diff, true
+	return r, true
 }
 
 // prior returns the compare of key made with the desired object, young
@@ -102,7 +129,7 @@ func (c *ResultCache) prior(key resultKey, desired [sha256.Size]byte) (cachedRes
 		return cachedResult{}, false
 	}
 	r := v.(cachedResult)
-	if r.desired != desired || c.clock.Since(r.at) >= c.maxAge {
+	if r.desired != desired || !c.young(r) {
 		return cachedResult{}, false
 	}
 	return r, true
@@ -111,7 +138,7 @@ func (c *ResultCache) prior(key resultKey, desired [sha256.Size]byte) (cachedRes
 func (c *ResultCache) put(key resultKey, desired [sha256.Size]byte, rv string, diff subresourcesv1alpha1.ObjectDiff) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries.Add(key, cachedResult{desired: desired, rv: rv, at: c.clock.Now(), diff: diff})
+	c.entries.Add(key, cachedResult{desired: desired, rv: strings.Clone(rv), at: c.clock.Now().UnixNano(), status: diff.Status, changes: diff.Changes})
 }
 
 func (c *ResultCache) forget(key resultKey) {

@@ -152,3 +152,23 @@ func TestResultCacheAsksTheListOnlyWhenItCanSave(t *testing.T) {
 	assert.Equal(t, 1, f.getCount(api), "api unchanged: reused from the LIST")
 	assert.Equal(t, 2, f.getCount(web))
 }
+
+// Each field of an object's name as one identity on one cluster changes
+// its key, and the fields cannot run into one another.
+func TestResultKeyOf(t *testing.T) {
+	deployments := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	base := resultKeyOf("system:serviceaccount:shop:a", "", deployments, "shop", "web")
+	assert.Equal(t, base, resultKeyOf("system:serviceaccount:shop:a", "", deployments, "shop", "web"), "the key of the same object is stable")
+	for name, other := range map[string]resultKey{
+		"identity":                        resultKeyOf("system:serviceaccount:shop:b", "", deployments, "shop", "web"),
+		"cluster":                         resultKeyOf("system:serviceaccount:shop:a", "shop/prod", deployments, "shop", "web"),
+		"group":                           resultKeyOf("system:serviceaccount:shop:a", "", schema.GroupVersionKind{Group: "extensions", Version: "v1", Kind: "Deployment"}, "shop", "web"),
+		"version":                         resultKeyOf("system:serviceaccount:shop:a", "", schema.GroupVersionKind{Group: "apps", Version: "v1beta1", Kind: "Deployment"}, "shop", "web"),
+		"kind":                            resultKeyOf("system:serviceaccount:shop:a", "", schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}, "shop", "web"),
+		"namespace":                       resultKeyOf("system:serviceaccount:shop:a", "", deployments, "shop2", "web"),
+		"name":                            resultKeyOf("system:serviceaccount:shop:a", "", deployments, "shop", "web2"),
+		"namespace and name run together": resultKeyOf("system:serviceaccount:shop:a", "", deployments, "shopw", "eb"),
+	} {
+		assert.NotEqual(t, base, other, name)
+	}
+}

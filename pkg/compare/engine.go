@@ -212,10 +212,11 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 	)
 	cached := e.cache != nil
 	if cached {
-		key = resultKey{who: who, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+		var cluster string
 		if l, ok := c.(Located); ok {
-			key.cluster = l.Cluster()
+			cluster = l.Cluster()
 		}
+		key = resultKeyOf(who, cluster, gvk, obj.GetNamespace(), obj.GetName())
 		var err error
 		if hash, err = hashOf(obj); err != nil {
 			cached = false
@@ -231,7 +232,7 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 			if prior, ok := e.cache.prior(key, hash); ok {
 				if rv, exists, known := l.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == prior.rv {
 					cacheResults.WithLabelValues("hit").Inc()
-					return prior.diff, nil
+					return prior.withOutcome(d), nil
 				}
 			}
 		}
@@ -251,8 +252,8 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 		return d, e.failure(obj, who, stepGet, errors.New("the client returned no object"))
 	}
 	if cached {
-		if diff, ok := e.cache.get(key, hash, live.GetResourceVersion()); ok {
-			return diff, nil
+		if r, ok := e.cache.get(key, hash, live.GetResourceVersion()); ok {
+			return r.withOutcome(d), nil
 		}
 	}
 	dryRun, err := c.DryRunApply(ctx, obj)

@@ -3,6 +3,7 @@ package desired
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -26,7 +28,25 @@ type countingRenderer struct{ n int }
 
 func (c *countingRenderer) Render(context.Context, *convoyv1alpha1.Release) (*render.Render, error) {
 	c.n++
-	return &render.Render{Ref: freshRef, Size: 100}, nil
+	return &render.Render{Ref: freshRef, Size: 100, Objects: []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "web", "namespace": "shop"},
+			"data": map[string]any{"n": fmt.Sprint(c.n)}}},
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop"},
+			"spec": map[string]any{"replicas": int64(3), "paused": false, "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}}}}},
+	}}, nil
+}
+
+// A render taken from the cache is the render that was put in it, numbers
+// as int64 as the decoders of unstructured give them.
+func TestRenderCacheKeepsTheObjects(t *testing.T) {
+	cache := NewRenderCache(DefaultRenderCacheBytes, time.Hour, clocktesting.NewFakeClock(time.Now()))
+	want, err := (&countingRenderer{}).Render(context.Background(), nil)
+	require.NoError(t, err)
+	cache.put("k", want)
+	got, ok := cache.get("k")
+	require.True(t, ok)
+	assert.Equal(t, want, got)
+	assert.Less(t, cache.bytes, 200, "kept compressed")
 }
 
 func inputMeta(kind, name, rv string) *metav1.PartialObjectMetadata {
@@ -104,7 +124,12 @@ func TestRenderCacheBounds(t *testing.T) {
 	meta := metadatafake.NewSimpleMetadataClient(scheme, inputMeta("ConfigMap", "src", "1"))
 	clk := clocktesting.NewFakeClock(time.Now())
 	access := &cluster.Access{HomeSnapshots: cluster.NewSnapshots(meta, time.Hour, clk), Target: &cluster.Target{}}
-	cache := NewRenderCache(250, time.Hour, clk)
+	// Room for two and a half renders, compressed.
+	one := NewRenderCache(DefaultRenderCacheBytes, time.Hour, clk)
+	r, err := (&countingRenderer{}).Render(context.Background(), nil)
+	require.NoError(t, err)
+	one.put("k", r)
+	cache := NewRenderCache(one.bytes*5/2, time.Hour, clk)
 	next := &countingRenderer{}
 	for i := range 3 {
 		release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "r", UID: types.UID("u" + string(rune('0'+i)))},
@@ -112,7 +137,7 @@ func TestRenderCacheBounds(t *testing.T) {
 		_, err := cache.Renderer(next, access).Render(context.Background(), release)
 		require.NoError(t, err)
 	}
-	assert.Equal(t, 2, cache.Len(), "250 bytes hold two renders of 100")
+	assert.Equal(t, 2, cache.Len(), "room for two and a half renders holds two")
 
 	// Inputs the identity may not list: rendered every time, never kept.
 	forbidden := metadatafake.NewSimpleMetadataClient(scheme)

@@ -184,7 +184,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Longest reuse of a compare, render or verdict: every object gets a real dry run at least this often, so a new admission policy, webhook or CRD default shows within it.")
 	caches.DurationVar(&o.Target.ListFreshness, "list-freshness", o.Target.ListFreshness,
 		"How long a metadata-only LIST is shared between passes; a change on a cluster shows at the first pass whose LIST is newer.")
-	caches.IntVar(&o.RenderCacheBytes, "render-cache-bytes", o.RenderCacheBytes, "Most bytes (of JSON) of renders kept.")
+	caches.IntVar(&o.RenderCacheBytes, "render-cache-bytes", o.RenderCacheBytes, "Most bytes of renders kept (their compressed JSON).")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	return fss
 }
