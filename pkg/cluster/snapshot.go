@@ -89,7 +89,7 @@ func (s *Snapshot) Len() int { return s.n }
 // cluster is not watched. An error (the identity may not list) is kept for
 // the window too, and the caller reads objects one by one.
 //
-// Two rules keep the LISTs from costing more than the GETs they replace:
+// These rules keep the LISTs from costing more than the GETs they replace:
 //   - one LIST per (resource, namespace) at a time: a pass that asks while
 //     one is in flight waits for it, however long it takes, instead of
 //     sending another one;
@@ -99,14 +99,19 @@ func (s *Snapshot) Len() int { return s.n }
 //     ErrNotWorthListing and the passes read the objects they need one by
 //     one (a namespace of 70,000 ConfigMaps is not listed for the 14 that a
 //     pass needs);
+//   - once listing, the windows go on listing until the demand halves
+//     (hysteresis): passes asking about as many objects as make a LIST
+//     just worth it flipped between a LIST and reads one by one, which
+//     the estimate says cost the same but take many more requests;
 //   - the objects read one by one since the last LIST count too: once they,
 //     times ListCostRatio, are as many as the last LIST held, the next
 //     window lists again. Reading one by one is slow, so the demand of one
 //     window in that mode understates what the passes would ask for with a
 //     LIST (a round over 5,000 Releases stayed on GETs for this reason);
 //     with this rule the reads one by one never cost more than one LIST
-//     between two LISTs, so the total is at most about twice the cheaper
-//     of the two ways (the rent-or-buy bound).
+//     between two LISTs, and with the hysteresis a LIST never costs more
+//     than twice the reads it saves, so the total is at most about twice
+//     the cheaper of the two ways (the rent-or-buy bound).
 type Snapshots struct {
 	client    metadata.Interface
 	seed      maphash.Seed
@@ -150,7 +155,14 @@ func (prev *snapshotEntry) worthListing() bool {
 	if prev == nil || prev.size == 0 {
 		return true
 	}
-	return prev.asked*ListCostRatio >= prev.size || prev.oneByOne*ListCostRatio >= prev.size
+	demand := prev.asked * ListCostRatio
+	if prev.snap != nil {
+		// Hysteresis: a window that listed is followed by LISTs until the
+		// demand halves, so that a demand near the threshold does not make
+		// the windows flip between a LIST and reads one by one.
+		demand *= 2
+	}
+	return demand >= prev.size || prev.oneByOne*ListCostRatio >= prev.size
 }
 
 // NewSnapshots returns Snapshots that LIST with client and share each for

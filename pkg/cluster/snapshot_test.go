@@ -220,6 +220,31 @@ func TestSnapshotsListAgainOnceTheReadsOneByOneCostAsMuch(t *testing.T) {
 	assert.Equal(t, int32(2), lists.Load())
 }
 
+// Once listing, the windows go on listing until the demand halves; a
+// window after reads one by one needs the whole demand. So a demand near
+// the threshold does not flip between the two.
+func TestSnapshotsKeepListingUntilTheDemandHalves(t *testing.T) {
+	// A LIST is worth 40 lookups in a window.
+	s, lists, window := countedSnapshots(t, 40*ListCostRatio)
+	ctx := context.Background()
+	ask := func(n int) (err error) {
+		for range n {
+			_, err = s.Get(ctx, configMaps, "shop")
+		}
+		return err
+	}
+
+	require.NoError(t, ask(20), "the first window lists")
+	window()
+	require.NoError(t, ask(19), "20 lookups after a LIST: half of 40, still listing")
+	assert.Equal(t, int32(2), lists.Load())
+	window()
+	assert.ErrorIs(t, ask(30), ErrNotWorthListing, "19: less than half")
+	window()
+	assert.ErrorIs(t, ask(1), ErrNotWorthListing, "30 after reads one by one: less than 40")
+	assert.Equal(t, int32(2), lists.Load())
+}
+
 // countedSnapshots returns Snapshots of a namespace "shop" of n ConfigMaps
 // that share a LIST for 5s, the count of LISTs sent, and a function that
 // moves the clock past the window.
