@@ -504,6 +504,12 @@ func (f *fleet) round(ctx context.Context, p *controlplane.ConvoyProcess, name s
 		}
 	}
 	fmt.Fprintf(os.Stderr, "bench-fleet: %s: %s\n", name, r.took.Round(time.Millisecond))
+	if lists := after.lists - before.lists; lists > 0 || after.snapshot["one_by_one"] > before.snapshot["one_by_one"] {
+		fmt.Fprintf(os.Stderr, "bench-fleet: %s: asks for shared LISTs: %.0f listed, %.0f shared, %.0f one by one; %.0f LIST errors; a LIST took %.2f s on average\n",
+			name, after.snapshot["listed"]-before.snapshot["listed"], after.snapshot["shared"]-before.snapshot["shared"],
+			after.snapshot["one_by_one"]-before.snapshot["one_by_one"], after.listErrors-before.listErrors,
+			(after.listedSeconds-before.listedSeconds)/max(lists, 1))
+	}
 	return r, nil
 }
 
@@ -512,17 +518,23 @@ type metrics struct {
 	passes float64            // drift passes
 	target map[string]float64 // target requests by operation
 	own    float64            // client-go requests to the own cluster
+	// asks for shared LISTs by result, and the LISTs' errors, count and
+	// seconds in all
+	snapshot                         map[string]float64
+	listErrors, lists, listedSeconds float64
 }
 
 var (
 	passLine   = regexp.MustCompile(`(?m)^convoy_observer_pass_results_total\{loop="drift"[^}]*\} (\S+)$`)
 	targetLine = regexp.MustCompile(`(?m)^convoy_target_requests_total\{[^}]*operation="([a-z_]+)"[^}]*\} (\S+)$`)
 	ownLine    = regexp.MustCompile(`(?m)^rest_client_requests_total\{[^}]*\} (\S+)$`)
+	lookupLine = regexp.MustCompile(`(?m)^convoy_snapshot_lookups_total\{result="([a-z_]+)"\} (\S+)$`)
+	listLine   = regexp.MustCompile(`(?m)^convoy_snapshot_(list_errors_total|list_duration_seconds_count|list_duration_seconds_sum) (\S+)$`)
 )
 
 // scrape reads /metrics of p, as the admin.
 func (f *fleet) scrape(p *controlplane.ConvoyProcess) (metrics, error) {
-	m := metrics{target: map[string]float64{}}
+	m := metrics{target: map[string]float64{}, snapshot: map[string]float64{}}
 	resp, err := f.scraper.Get(p.URL() + "/metrics")
 	if err != nil {
 		return m, err
@@ -540,6 +552,20 @@ func (f *fleet) scrape(p *controlplane.ConvoyProcess) (metrics, error) {
 	for _, g := range targetLine.FindAllStringSubmatch(text, -1) {
 		v, _ := strconv.ParseFloat(g[2], 64)
 		m.target[g[1]] += v
+	}
+	for _, g := range lookupLine.FindAllStringSubmatch(text, -1) {
+		m.snapshot[g[1]], _ = strconv.ParseFloat(g[2], 64)
+	}
+	for _, g := range listLine.FindAllStringSubmatch(text, -1) {
+		v, _ := strconv.ParseFloat(g[2], 64)
+		switch g[1] {
+		case "list_errors_total":
+			m.listErrors = v
+		case "list_duration_seconds_count":
+			m.lists = v
+		default:
+			m.listedSeconds = v
+		}
 	}
 	var all float64
 	for _, g := range ownLine.FindAllStringSubmatch(text, -1) {

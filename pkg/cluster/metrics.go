@@ -17,12 +17,36 @@ var targetRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cluster", "operation", "code"})
 
+var (
+	snapshotLookups = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem:      "convoy_snapshot",
+		Name:           "lookups_total",
+		Help:           "Asks for a shared metadata-only LIST by how they were answered: listed (this ask sent the LIST), shared (a LIST sent or in flight for an earlier ask), one_by_one (not worth a LIST: the objects are read one by one).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	snapshotListSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem:      "convoy_snapshot",
+		Name:           "list_duration_seconds",
+		Help:           "How long a shared metadata-only LIST took, every page.",
+		Buckets:        []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		StabilityLevel: metrics.ALPHA,
+	})
+	snapshotListErrors = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem:      "convoy_snapshot",
+		Name:           "list_errors_total",
+		Help:           "Shared metadata-only LISTs that failed (the passes of their window read one by one).",
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
 var registerOnce sync.Once
 
 // RegisterMetrics registers the target-cluster metrics with the legacy
 // registry that the API server serves on /metrics.
 func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(targetRequests) })
+	registerOnce.Do(func() {
+		legacyregistry.MustRegister(targetRequests, snapshotLookups, snapshotListSeconds, snapshotListErrors)
+	})
 }
 
 // countingTransport counts the requests to one target cluster.

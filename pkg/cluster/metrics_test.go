@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/component-base/metrics/testutil"
 )
 
 func TestOperation(t *testing.T) {
@@ -32,4 +35,35 @@ func TestOperation(t *testing.T) {
 		assert.NoError(t, err)
 		assert.Equal(t, tc.want, operation(&http.Request{Method: tc.method, URL: u}), "%s %s", tc.method, tc.url)
 	}
+}
+
+// The asks for shared LISTs are counted by how they were answered, and the
+// LISTs by how long they took.
+func TestSnapshotMetrics(t *testing.T) {
+	RegisterMetrics() // unregistered metrics count nothing
+	count := func(result string) float64 {
+		v, err := testutil.GetCounterMetricValue(snapshotLookups.WithLabelValues(result))
+		require.NoError(t, err)
+		return v
+	}
+	listed, shared, oneByOne := count("listed"), count("shared"), count("one_by_one")
+	lists, err := testutil.GetHistogramMetricCount(snapshotListSeconds.ObserverMetric)
+	require.NoError(t, err)
+
+	s, _, window := countedSnapshots(t, 8*ListCostRatio)
+	ctx := context.Background()
+	for range 2 { // two asks: not worth a LIST of 8 × ListCostRatio
+		_, err := s.Get(ctx, configMaps, "shop")
+		require.NoError(t, err)
+	}
+	window()
+	_, err = s.Get(ctx, configMaps, "shop")
+	require.ErrorIs(t, err, ErrNotWorthListing)
+
+	assert.Equal(t, listed+1, count("listed"))
+	assert.Equal(t, shared+1, count("shared"))
+	assert.Equal(t, oneByOne+1, count("one_by_one"))
+	after, err := testutil.GetHistogramMetricCount(snapshotListSeconds.ObserverMetric)
+	require.NoError(t, err)
+	assert.Equal(t, lists+1, after)
 }

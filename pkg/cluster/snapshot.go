@@ -139,7 +139,9 @@ type snapshotKey struct {
 
 type snapshotEntry struct {
 	done chan struct{} // closed when the LIST is done
-	at   time.Time
+	// at is when the LIST was sent (what WithListedAfter compares), ended
+	// when it was done (when the freshness window starts).
+	at, ended time.Time
 	snap *Snapshot
 	err  error
 	// asked counts the lookups of the window; size is the number of
@@ -171,57 +173,106 @@ func NewSnapshots(client metadata.Interface, freshness time.Duration, clk clock.
 	return &Snapshots{client: client, seed: maphash.MakeSeed(), freshness: freshness, clock: clk, entries: lru.New(maxSnapshots)}
 }
 
+// listedAfterKey is the context key of WithListedAfter.
+type listedAfterKey struct{}
+
+// WithListedAfter returns a context whose Snapshots.Get answers only with a
+// LIST sent at or after t (or ErrNotWorthListing: the objects are read one
+// by one, which is fresh): a pass that follows a change (a sync that applied
+// objects, a new spec) must not reuse what a LIST saw before it.
+func WithListedAfter(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, listedAfterKey{}, t)
+}
+
+// ListedAfter is the time WithListedAfter put in ctx, zero when none.
+func ListedAfter(ctx context.Context) time.Time {
+	t, _ := ctx.Value(listedAfterKey{}).(time.Time)
+	return t
+}
+
 // Get returns a Snapshot of resource in namespace ("" for a cluster-scoped
 // resource) no older than the freshness window, or the one in flight, or
-// ErrNotWorthListing.
+// ErrNotWorthListing. With WithListedAfter, a LIST sent earlier is not
+// shared: the pass waits for the one in flight, if any (one LIST at a time),
+// and then sends or joins a newer one.
 func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResource, namespace string) (*Snapshot, error) {
 	key := snapshotKey{resource: resource, namespace: namespace}
-	now := s.clock.Now()
-	s.mu.Lock()
-	var prev *snapshotEntry
-	if v, ok := s.entries.Get(key); ok {
-		prev = v.(*snapshotEntry)
-		inFlight := false
-		select {
-		case <-prev.done:
-		default:
-			inFlight = true
-		}
-		if inFlight || now.Sub(prev.at) < s.freshness {
-			prev.asked++
-			if errors.Is(prev.err, ErrNotWorthListing) {
-				prev.oneByOne++
-			}
-			s.mu.Unlock()
+	notBefore := ListedAfter(ctx)
+	for {
+		now := s.clock.Now()
+		s.mu.Lock()
+		var prev *snapshotEntry
+		if v, ok := s.entries.Get(key); ok {
+			prev = v.(*snapshotEntry)
+			inFlight := false
 			select {
 			case <-prev.done:
-				return prev.snap, prev.err
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			default:
+				inFlight = true
+			}
+			if inFlight || now.Sub(prev.ended) < s.freshness {
+				oneByOne := !inFlight && errors.Is(prev.err, ErrNotWorthListing)
+				if oneByOne || !prev.at.Before(notBefore) {
+					prev.asked++
+					if oneByOne {
+						prev.oneByOne++
+						snapshotLookups.WithLabelValues("one_by_one").Inc()
+					} else {
+						snapshotLookups.WithLabelValues("shared").Inc()
+					}
+					s.mu.Unlock()
+					return prev.wait(ctx)
+				}
+				if inFlight {
+					// Sent before the change this pass follows: wait
+					// for it to end, then send or join a newer one.
+					s.mu.Unlock()
+					if _, err := prev.wait(ctx); ctx.Err() != nil {
+						return nil, err
+					}
+					continue
+				}
 			}
 		}
-	}
-	e := &snapshotEntry{done: make(chan struct{}), at: now, asked: 1}
-	s.entries.Add(key, e)
-	if !prev.worthListing() {
-		e.size, e.err, e.oneByOne = prev.size, ErrNotWorthListing, prev.oneByOne+1
-		close(e.done)
+		e := &snapshotEntry{done: make(chan struct{}), at: now, asked: 1}
+		s.entries.Add(key, e)
+		if !prev.worthListing() {
+			e.size, e.err, e.oneByOne, e.ended = prev.size, ErrNotWorthListing, prev.oneByOne+1, now
+			snapshotLookups.WithLabelValues("one_by_one").Inc()
+			close(e.done)
+			s.mu.Unlock()
+			return nil, e.err
+		}
 		s.mu.Unlock()
-		return nil, e.err
-	}
-	s.mu.Unlock()
 
-	snap, err := s.list(ctx, resource, namespace, now)
-	s.mu.Lock()
-	e.snap, e.err = snap, err
-	if snap != nil {
-		e.size = snap.Len()
-	} else if prev != nil {
-		e.size = prev.size
+		snapshotLookups.WithLabelValues("listed").Inc()
+		snap, err := s.list(ctx, resource, namespace, now)
+		ended := s.clock.Now()
+		snapshotListSeconds.Observe(ended.Sub(now).Seconds())
+		if err != nil {
+			snapshotListErrors.Inc()
+		}
+		s.mu.Lock()
+		e.snap, e.err, e.ended = snap, err, ended
+		if snap != nil {
+			e.size = snap.Len()
+		} else if prev != nil {
+			e.size = prev.size
+		}
+		s.mu.Unlock()
+		close(e.done)
+		return e.snap, e.err
 	}
-	s.mu.Unlock()
-	close(e.done)
-	return e.snap, e.err
+}
+
+// wait returns the Snapshot of e once its LIST is done.
+func (e *snapshotEntry) wait(ctx context.Context) (*Snapshot, error) {
+	select {
+	case <-e.done:
+		return e.snap, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // list reads every page of a metadata-only LIST.

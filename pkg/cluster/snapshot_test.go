@@ -123,7 +123,8 @@ func TestSnapshotsReadEveryPage(t *testing.T) {
 	assert.Equal(t, "3", rv)
 }
 
-// A LIST in flight is joined, however long it takes: never two at once.
+// A LIST in flight is joined, however long it takes: never two at once; its
+// window starts when it ends.
 func TestSnapshotsJoinTheListInFlight(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
@@ -158,6 +159,73 @@ func TestSnapshotsJoinTheListInFlight(t *testing.T) {
 	a, b := <-first, <-second
 	assert.Same(t, a, b)
 	assert.Equal(t, int32(1), lists.Load(), "the second pass waited for the first LIST")
+
+	// The window starts when the LIST ends: a LIST that took longer than
+	// the window is still shared after it.
+	clk.SetTime(clk.Now().Add(4 * time.Second))
+	c, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err)
+	assert.Same(t, a, c)
+	assert.Equal(t, int32(1), lists.Load())
+}
+
+// A pass that follows a change gets a LIST sent after it: a fresh LIST
+// sent before is not shared with it, one in flight is waited for (never two
+// at once) and then a newer one is sent; reads one by one are fresh anyway.
+func TestSnapshotsListedAfterAChange(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"))
+	var lists, inFlight atomic.Int32
+	gate := make(chan struct{}, 10)
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if inFlight.Add(1) > 1 {
+			t.Error("two LISTs in flight")
+		}
+		defer inFlight.Add(-1)
+		lists.Add(1)
+		<-gate
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s := NewSnapshots(client, 5*time.Second, clk)
+	ctx := context.Background()
+	get := func(ctx context.Context) <-chan *Snapshot {
+		out := make(chan *Snapshot, 1)
+		go func() {
+			snap, err := s.Get(ctx, configMaps, "shop")
+			assert.NoError(t, err)
+			out <- snap
+		}()
+		return out
+	}
+
+	// A LIST in flight, sent at 0s; a change at 1s.
+	first := get(ctx)
+	require.Eventually(t, func() bool { return lists.Load() == 1 }, 10*time.Second, time.Millisecond)
+	clk.SetTime(clk.Now().Add(time.Second))
+	changed := WithListedAfter(ctx, clk.Now())
+	second := get(changed)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, int32(1), lists.Load(), "the pass after the change waits for the LIST in flight")
+	gate <- struct{}{}
+	a := <-first
+	require.Eventually(t, func() bool { return lists.Load() == 2 }, 10*time.Second, time.Millisecond, "then sends a newer one")
+	gate <- struct{}{}
+	b := <-second
+	assert.NotSame(t, a, b)
+	assert.Equal(t, clk.Now(), b.At)
+
+	// Both fresh now: a pass after the same change, and one without a
+	// change, share the newer LIST.
+	assert.Same(t, b, <-get(changed))
+	assert.Same(t, b, <-get(ctx))
+	// A change after it: a third LIST, though the second is fresh.
+	clk.SetTime(clk.Now().Add(time.Second))
+	gate <- struct{}{}
+	c := <-get(WithListedAfter(ctx, clk.Now()))
+	assert.NotSame(t, b, c)
+	assert.Equal(t, int32(3), lists.Load())
 }
 
 // A namespace is listed only while the passes ask about enough of its

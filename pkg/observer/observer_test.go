@@ -6,9 +6,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/component-base/metrics/testutil"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
 // The readyz check "observer": a replica that should run the loops is not
@@ -53,4 +57,28 @@ func TestPassQueueSurvivesAPanic(t *testing.T) {
 	after, _ := testutil.GetCounterMetricValue(panics.WithLabelValues("test"))
 	assert.Equal(t, before+1, after)
 	assert.Equal(t, 1, q.queue.NumRequeues(cache.ObjectName{Namespace: "shop", Name: "bad"}), "retried with backoff")
+}
+
+// A pass enqueued by an event reads through LISTs sent after the event; a
+// pass that was only due (its interval, a re-check) shares any fresh LIST.
+func TestPassAfterAnEventWantsANewerList(t *testing.T) {
+	var got []time.Time
+	q := newPassQueue("test", func(ctx context.Context, _ cache.ObjectName) (time.Duration, error) {
+		got = append(got, cluster.ListedAfter(ctx))
+		return 0, nil
+	})
+	defer q.queue.ShutDown()
+	ctx := context.Background()
+	release := &metav1.ObjectMeta{Namespace: "shop", Name: "web"}
+
+	before := time.Now()
+	q.enqueue(release)
+	assert.True(t, q.processNext(ctx))
+	q.queue.Add(cache.ObjectName{Namespace: "shop", Name: "web"}) // as AddAfter does when due
+	assert.True(t, q.processNext(ctx))
+
+	require.Len(t, got, 2)
+	assert.False(t, got[0].Before(before), "after the event")
+	assert.False(t, got[0].After(time.Now()))
+	assert.True(t, got[1].IsZero(), "a pass that was only due has no event to follow")
 }

@@ -3,6 +3,7 @@ package observer
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -11,17 +12,33 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 )
 
 // passQueue runs passes of Releases from a rate-limited queue: one pass at a
 // time per Release, workers at a time in all. A pass returns when the next
 // one is due; a pass that fails is retried with backoff.
+//
+// A pass that follows an event (a Release, inventory or rule set that
+// changed, or the informer's resync) reads the live objects through LISTs
+// sent after that event (cluster.WithListedAfter): a sync that applied
+// objects just before shows at once, not at the next pass. A pass that was
+// only due (its interval, a re-check, a retry) shares any fresh LIST.
 type passQueue struct {
 	name   string
 	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	synced []cache.InformerSynced
 	pass   func(ctx context.Context, key cache.ObjectName) (time.Duration, error)
+
+	events *eventTimes
+}
+
+// eventTimes holds, by Release, when the latest event that enqueued it was
+// seen; its next pass takes it.
+type eventTimes struct {
+	mu    sync.Mutex
+	times map[cache.ObjectName]time.Time
 }
 
 func newPassQueue(name string, pass func(context.Context, cache.ObjectName) (time.Duration, error), synced ...cache.InformerSynced) passQueue {
@@ -32,6 +49,7 @@ func newPassQueue(name string, pass func(context.Context, cache.ObjectName) (tim
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}),
 		synced: synced,
 		pass:   pass,
+		events: &eventTimes{times: map[cache.ObjectName]time.Time{}},
 	}
 }
 
@@ -42,7 +60,20 @@ func (q *passQueue) enqueue(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
+	q.events.mu.Lock()
+	q.events.times[name] = time.Now()
+	q.events.mu.Unlock()
 	q.queue.Add(name)
+}
+
+// takeEvent returns when the latest event that enqueued key was seen, and
+// forgets it; false when none did since the last pass.
+func (q *passQueue) takeEvent(key cache.ObjectName) (time.Time, bool) {
+	q.events.mu.Lock()
+	defer q.events.mu.Unlock()
+	t, ok := q.events.times[key]
+	delete(q.events.times, key)
+	return t, ok
 }
 
 // Run runs workers passes at a time until ctx is done.
@@ -84,6 +115,9 @@ func (q *passQueue) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer q.queue.Done(key)
+	if t, ok := q.takeEvent(key); ok {
+		ctx = cluster.WithListedAfter(ctx, t)
+	}
 	next, err := q.runPass(ctx, key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Pass failed", "loop", q.name, "release", key)

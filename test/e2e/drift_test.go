@@ -212,8 +212,20 @@ func TestDriftMissingObjectAndSecretValue(t *testing.T) {
 	mustKubectl(t, "", "", "delete", "configmap", "settings", "-n", ns)
 	mustKubectl(t, "", "", "patch", "secret", "db", "-n", ns, "--type=merge", "-p", `{"stringData":{"password":"`+after+`"}}`)
 
-	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
-	assert.Contains(t, cond.Message, "ConfigMap "+ns+"/settings")
+	// Each change shows at the first pass whose LIST of its resource is
+	// newer than it; the LISTs of ConfigMaps and of Secrets are not sent
+	// together, so a pass may see the patch before the delete.
+	eventually(t, "InSync names the missing ConfigMap", func(ctx context.Context) error {
+		r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync)
+		if c == nil || c.Reason != "Drifted" || !strings.Contains(c.Message, "ConfigMap "+ns+"/settings") {
+			return fmt.Errorf("InSync is %+v", c)
+		}
+		return nil
+	})
 
 	out := mustKubectl(t, "", "", "get", "--raw", diffPath(ns, "web"))
 	for _, leaked := range []string{before, after, "aHVudGVyMi1iZWZvcmU", "aHVudGVyMi1hZnRlcg"} {
