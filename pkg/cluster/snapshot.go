@@ -142,8 +142,8 @@ type snapshotEntry struct {
 	// at is when the LIST was sent (what WithListedAfter compares), ended
 	// when it was done (when the freshness window starts).
 	at, ended time.Time
-	snap *Snapshot
-	err  error
+	snap      *Snapshot
+	err       error
 	// asked counts the lookups of the window; size is the number of
 	// objects of the last LIST of the key (from an earlier window when
 	// this one did not LIST); oneByOne counts the lookups answered
