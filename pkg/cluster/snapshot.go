@@ -108,6 +108,8 @@ func (s *Snapshot) Len() int { return s.n }
 //     window lists again. Reading one by one is slow, so the demand of one
 //     window in that mode understates what the passes would ask for with a
 //     LIST (a round over 5,000 Releases stayed on GETs for this reason);
+//     the count is checked at each ask, so a window that reads one by one
+//     ends as soon as it has cost a LIST;
 //     with this rule the reads one by one never cost more than one LIST
 //     between two LISTs, and with the hysteresis a LIST never costs more
 //     than twice the reads it saves, so the total is at most about twice
@@ -212,7 +214,12 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 			}
 			if inFlight || now.Sub(prev.ended) < s.freshness {
 				oneByOne := !inFlight && errors.Is(prev.err, ErrNotWorthListing)
-				if oneByOne || !prev.at.Before(notBefore) {
+				// Rent or buy within the window too: once the reads one
+				// by one cost as much as a LIST, list now (a burst of
+				// passes, like a resync, after a quiet time would else
+				// read one by one for the whole window).
+				buy := oneByOne && prev.oneByOne*ListCostRatio >= prev.size
+				if !buy && (oneByOne || !prev.at.Before(notBefore)) {
 					prev.asked++
 					if oneByOne {
 						prev.oneByOne++

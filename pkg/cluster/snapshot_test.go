@@ -313,6 +313,26 @@ func TestSnapshotsKeepListingUntilTheDemandHalves(t *testing.T) {
 	assert.Equal(t, int32(2), lists.Load())
 }
 
+// A window that reads one by one ends as soon as its reads cost as much as
+// a LIST: a burst of passes after a quiet time lists within the window.
+func TestSnapshotsListWithinTheWindowOnceTheReadsCostAsMuch(t *testing.T) {
+	s, lists, window := countedSnapshots(t, 3*ListCostRatio)
+	ctx := context.Background()
+
+	_, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err)
+	window()
+	for i := range 3 {
+		_, err = s.Get(ctx, configMaps, "shop")
+		assert.ErrorIs(t, err, ErrNotWorthListing, "read %d", i)
+	}
+	assert.Equal(t, int32(1), lists.Load())
+	snap, err := s.Get(ctx, configMaps, "shop")
+	require.NoError(t, err, "three reads one by one cost a LIST of 3 × ListCostRatio: listed in the same window")
+	assert.Equal(t, 3*ListCostRatio, snap.Len())
+	assert.Equal(t, int32(2), lists.Load())
+}
+
 // countedSnapshots returns Snapshots of a namespace "shop" of n ConfigMaps
 // that share a LIST for 5s, the count of LISTs sent, and a function that
 // moves the clock past the window.
