@@ -94,6 +94,7 @@ func (r cachedResult) withOutcome(d subresourcesv1alpha1.ObjectDiff) subresource
 	return d
 }
 
+// young says whether r is younger than the maximum age.
 func (c *ResultCache) young(r cachedResult) bool {
 	return c.clock.Now().UnixNano()-r.at < int64(c.maxAge)
 }
