@@ -66,15 +66,12 @@ type resultKey [sha256.Size]byte
 
 // resultKeyOf returns the resultKey of an object.
 func resultKeyOf(who, cluster string, gvk schema.GroupVersionKind, namespace, name string) resultKey {
-	h := sha256.New()
-	for _, s := range []string{who, cluster, gvk.Group, gvk.Version, gvk.Kind, namespace, name} {
-		var n [binary.MaxVarintLen64]byte
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
+	b := make([]byte, 0, 256)
+	for _, s := range [...]string{who, cluster, gvk.Group, gvk.Version, gvk.Kind, namespace, name} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	var k resultKey
-	h.Sum(k[:0])
-	return k
+	return sha256.Sum256(b)
 }
 
 // cachedResult is one compare and what it depended on. It keeps the
