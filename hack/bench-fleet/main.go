@@ -66,6 +66,7 @@ func run() error {
 	timeout := flag.Duration("round-timeout", 30*time.Minute, "longest round")
 	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 200ms per Release)")
 	maxAge := flag.Duration("cache-max-age", 0, "--cache-max-age of convoy-apiserver, which only the cache-on instance uses (default: 10m, or --resync + 5m when that is longer, so that the resync round measures passes within it, not the periodic refresh)")
+	costsOnly := flag.Bool("costs-only", false, "measure only kube-apiserver's CPU per request of each kind (on the fleet, without convoy-apiserver), no rounds")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of convoy-apiserver (e.g. 270MiB: what the Deployment sets from a 300Mi memory limit, less a margin); empty: none")
 	flag.Parse()
 	if *binDir == "" {
@@ -124,6 +125,9 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "bench-fleet: --resync=%s, --cache-max-age=%s\n", resync, maxAge)
 	var rows []row
 	for _, cache := range []bool{false, true} {
+		if *costsOnly {
+			break
+		}
 		mode := "cache off"
 		if cache {
 			mode = "cache on"
@@ -143,6 +147,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		steady.patches = *releases
 		// The informer resync: a pass of every Release, nothing changed at
 		// all (neither the cluster nor a spec).
 		if time.Since(start.at) > *resync {
@@ -171,7 +176,14 @@ func run() error {
 		}
 		rows = append(rows, cold, steady, resynced)
 	}
-	printTable(*releases, rows)
+	c, err := f.measureCosts(ctx)
+	if err != nil {
+		return fmt.Errorf("measuring the cost of each kind of request: %w", err)
+	}
+	if len(rows) > 0 {
+		printTable(*releases, rows)
+	}
+	c.print(rows)
 	return nil
 }
 
@@ -431,6 +443,7 @@ type row struct {
 	took            time.Duration
 	requests        map[string]float64 // target requests by operation
 	own             float64            // requests to the own cluster (status, Events, inputs, ...)
+	patches         int                // spec patches the benchmark sent in the round
 	kasCPU, convCPU float64            // seconds
 	peakMemory      int64
 	drifted, inSync int
