@@ -3,12 +3,17 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
@@ -88,4 +93,63 @@ spec:
     spec:
       containers: [{name: app, image: registry.example/app:1}]
 `
+}
+
+// A pass that follows an event uses only a LIST sent after it, however fresh
+// an older one is (cluster.WithListedAfter): with LISTs shared for 10
+// minutes, the pass that a sync starts sees what the sync applied, and the
+// pass that a spec change starts finds a change another manager made before
+// it. Without the rule (checked by taking it out) the first check already
+// fails: a pass that ran while the stand-in was applying saw a Deployment
+// Modified, the pass after the sync shared that pass's LIST and reused the
+// compare, and the Release stayed Drifted.
+func TestAPassAfterAnEventListsAgain(t *testing.T) {
+	replaceConvoy(t, "--list-freshness=10m")
+	ns := newNamespace(t)
+	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), hourly)
+	newStandIn(t).apply(ns, "web")
+	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+
+	// A pass with compares to reuse: it LISTs, and that LIST stays fresh.
+	touch(t, ns, "web", "59m")
+	waitObserved(t, ns, "web")
+	mustKubectl(t, "", "", "patch", "configmap", "settings", "-n", ns, "--type=merge", "-p", `{"data":{"color":"red"}}`)
+	touch(t, ns, "web", "58m")
+	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
+	assert.Contains(t, cond.Message, "ConfigMap "+ns+"/settings is Modified: data.color")
+}
+
+// waitObserved waits until the InSync condition of the Release is of its
+// current generation: a pass of its last spec ran.
+func waitObserved(t *testing.T, namespace, name string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("InSync of the generation of %s/%s", namespace, name), func(ctx context.Context) error {
+		r, err := convoyClient(t).ConvoyV1alpha1().Releases(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync)
+		if c == nil || c.ObservedGeneration != r.Generation {
+			return fmt.Errorf("InSync %v, generation %d", c, r.Generation)
+		}
+		return nil
+	})
+}
+
+// replaceConvoy stops the registered convoy-apiserver and starts one with
+// args added to the e2e ones for the test; after it, one with the e2e args
+// again.
+func replaceConvoy(t *testing.T, args ...string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, env.cp.ConvoyAPIServer().Stop())
+	p, err := env.cp.StartConvoyAPIServer(ctx, args...)
+	require.NoError(t, err)
+	require.NoError(t, env.cp.RegisterAPIService(ctx, p))
+	t.Cleanup(func() {
+		require.NoError(t, p.Stop())
+		next, err := env.cp.StartConvoyAPIServer(ctx)
+		require.NoError(t, err)
+		require.NoError(t, env.cp.RegisterAPIService(ctx, next))
+	})
 }
