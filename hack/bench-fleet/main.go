@@ -60,7 +60,7 @@ func run() error {
 	binDir := flag.String("bin-dir", "", "directory with etcd, kube-apiserver and kubectl (hack/testbin.sh)")
 	convoyBin := flag.String("convoy-apiserver", "bin/convoy-apiserver", "convoy-apiserver binary")
 	verbose := flag.Bool("v", false, "print the control plane's progress")
-	heap := flag.String("heap-profile", "", "write convoy-apiserver's heap profile after the rounds of each mode to this file prefix")
+	heap := flag.String("heap-profile", "", "write convoy-apiserver's heap profile and goroutines after the rounds of each mode to this file prefix")
 	releases := flag.Int("releases", 1000, "Releases of 20 objects")
 	driftPercent := flag.Float64("drift", 1, "percent of the objects changed by another manager")
 	timeout := flag.Duration("round-timeout", 30*time.Minute, "longest round")
@@ -162,7 +162,10 @@ func run() error {
 			return err
 		}
 		if *heap != "" {
-			if err := f.saveHeap(convoy, fmt.Sprintf("%s-cache-%t.pprof", *heap, cache)); err != nil {
+			if err := f.saveProfile(convoy, "heap", fmt.Sprintf("%s-cache-%t.pprof", *heap, cache)); err != nil {
+				return err
+			}
+			if err := f.saveProfile(convoy, "goroutine?debug=1", fmt.Sprintf("%s-cache-%t.goroutines.txt", *heap, cache)); err != nil {
 				return err
 			}
 		}
@@ -421,9 +424,10 @@ func (f *fleet) firstPass(p *controlplane.ConvoyProcess, resyncAt time.Time) (*b
 	}
 }
 
-// saveHeap writes the heap profile of p to path.
-func (f *fleet) saveHeap(p *controlplane.ConvoyProcess, path string) error {
-	resp, err := f.scraper.Get(p.URL() + "/debug/pprof/heap")
+// saveProfile writes the profile of p at /debug/pprof/profile (e.g.
+// "heap", or "goroutine?debug=1" for text) to path.
+func (f *fleet) saveProfile(p *controlplane.ConvoyProcess, profile, path string) error {
+	resp, err := f.scraper.Get(p.URL() + "/debug/pprof/" + profile)
 	if err != nil {
 		return err
 	}
