@@ -162,7 +162,7 @@ func run() error {
 			return err
 		}
 		if *heap != "" {
-			if err := f.saveProfile(convoy, "heap", fmt.Sprintf("%s-cache-%t.pprof", *heap, cache)); err != nil {
+			if err := f.saveProfile(convoy, "heap?gc=1", fmt.Sprintf("%s-cache-%t.pprof", *heap, cache)); err != nil {
 				return err
 			}
 			if err := f.saveProfile(convoy, "goroutine?debug=1", fmt.Sprintf("%s-cache-%t.goroutines.txt", *heap, cache)); err != nil {
@@ -424,8 +424,8 @@ func (f *fleet) firstPass(p *controlplane.ConvoyProcess, resyncAt time.Time) (*b
 	}
 }
 
-// saveProfile writes the profile of p at /debug/pprof/profile (e.g.
-// "heap", or "goroutine?debug=1" for text) to path.
+// saveProfile writes the profile of p at /debug/pprof/PROFILE (e.g.
+// "heap?gc=1", or "goroutine?debug=1" for text) to path.
 func (f *fleet) saveProfile(p *controlplane.ConvoyProcess, profile, path string) error {
 	resp, err := f.scraper.Get(p.URL() + "/debug/pprof/" + profile)
 	if err != nil {
