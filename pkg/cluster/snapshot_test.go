@@ -126,36 +126,15 @@ func TestSnapshotsReadEveryPage(t *testing.T) {
 // A LIST in flight is joined, however long it takes: never two at once; its
 // window starts when it ends.
 func TestSnapshotsJoinTheListInFlight(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"))
-	var lists atomic.Int32
-	release := make(chan struct{})
-	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
-		lists.Add(1)
-		<-release
-		return false, nil, nil
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	s := NewSnapshots(client, 5*time.Second, clk)
+	s, clk, lists, gate, get := gatedSnapshots(t)
 	ctx := context.Background()
 
-	first := make(chan *Snapshot)
-	go func() {
-		snap, err := s.Get(ctx, configMaps, "shop")
-		assert.NoError(t, err)
-		first <- snap
-	}()
+	first := get(ctx)
 	require.Eventually(t, func() bool { return lists.Load() == 1 }, 10*time.Second, time.Millisecond)
 	clk.SetTime(clk.Now().Add(time.Minute)) // far past the window, the LIST still in flight
-	second := make(chan *Snapshot)
-	go func() {
-		snap, err := s.Get(ctx, configMaps, "shop")
-		assert.NoError(t, err)
-		second <- snap
-	}()
+	second := get(ctx)
 	time.Sleep(50 * time.Millisecond)
-	close(release)
+	close(gate)
 	a, b := <-first, <-second
 	assert.Same(t, a, b)
 	assert.Equal(t, int32(1), lists.Load(), "the second pass waited for the first LIST")
@@ -173,32 +152,8 @@ func TestSnapshotsJoinTheListInFlight(t *testing.T) {
 // sent before is not shared with it, one in flight is waited for (never two
 // at once) and then a newer one is sent; reads one by one are fresh anyway.
 func TestSnapshotsListedAfterAChange(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"))
-	var lists, inFlight atomic.Int32
-	gate := make(chan struct{}, 10)
-	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if inFlight.Add(1) > 1 {
-			t.Error("two LISTs in flight")
-		}
-		defer inFlight.Add(-1)
-		lists.Add(1)
-		<-gate
-		return false, nil, nil
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	s := NewSnapshots(client, 5*time.Second, clk)
+	_, clk, lists, gate, get := gatedSnapshots(t)
 	ctx := context.Background()
-	get := func(ctx context.Context) <-chan *Snapshot {
-		out := make(chan *Snapshot, 1)
-		go func() {
-			snap, err := s.Get(ctx, configMaps, "shop")
-			assert.NoError(t, err)
-			out <- snap
-		}()
-		return out
-	}
 
 	// A LIST in flight, sent at 0s; a change at 1s.
 	first := get(ctx)
@@ -331,6 +286,39 @@ func TestSnapshotsListWithinTheWindowOnceTheReadsCostAsMuch(t *testing.T) {
 	require.NoError(t, err, "three reads one by one cost a LIST of 3 × ListCostRatio: listed in the same window")
 	assert.Equal(t, 3*ListCostRatio, snap.Len())
 	assert.Equal(t, int32(2), lists.Load())
+}
+
+// gatedSnapshots returns Snapshots of a namespace "shop" whose LISTs each
+// wait for a token on gate (or its close), with a fake clock, the count of
+// LISTs sent, and get, which asks for the Snapshot in a goroutine. Two LISTs
+// in flight at once fail the test.
+func gatedSnapshots(t *testing.T) (*Snapshots, *clocktesting.FakePassiveClock, *atomic.Int32, chan struct{}, func(context.Context) <-chan *Snapshot) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"))
+	var lists, inFlight atomic.Int32
+	gate := make(chan struct{}, 10)
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if inFlight.Add(1) > 1 {
+			t.Error("two LISTs in flight")
+		}
+		defer inFlight.Add(-1)
+		lists.Add(1)
+		<-gate
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	s := NewSnapshots(client, 5*time.Second, clk)
+	get := func(ctx context.Context) <-chan *Snapshot {
+		out := make(chan *Snapshot, 1)
+		go func() {
+			snap, err := s.Get(ctx, configMaps, "shop")
+			assert.NoError(t, err)
+			out <- snap
+		}()
+		return out
+	}
+	return s, clk, &lists, gate, get
 }
 
 // countedSnapshots returns Snapshots of a namespace "shop" of n ConfigMaps
