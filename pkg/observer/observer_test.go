@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -81,4 +82,26 @@ func TestPassAfterAnEventWantsANewerList(t *testing.T) {
 	assert.False(t, got[0].Before(before), "after the event")
 	assert.False(t, got[0].After(time.Now()))
 	assert.True(t, got[1].IsZero(), "a pass that was only due has no event to follow")
+}
+
+// The retry of a failed pass that followed an event still follows it.
+func TestRetryOfAPassAfterAnEventWantsANewerList(t *testing.T) {
+	var got []time.Time
+	q := newPassQueue("test", func(ctx context.Context, _ cache.ObjectName) (time.Duration, error) {
+		got = append(got, cluster.ListedAfter(ctx))
+		if len(got) == 1 {
+			return 0, errors.New("the cluster did not answer")
+		}
+		return 0, nil
+	})
+	defer q.queue.ShutDown()
+	ctx := context.Background()
+
+	q.enqueue(&metav1.ObjectMeta{Namespace: "shop", Name: "web"})
+	assert.True(t, q.processNext(ctx))
+	assert.True(t, q.processNext(ctx)) // the retry, after its backoff
+
+	require.Len(t, got, 2)
+	assert.False(t, got[0].IsZero())
+	assert.Equal(t, got[0], got[1], "the retry follows the same event")
 }

@@ -23,8 +23,9 @@ import (
 // A pass that follows an event (a Release, inventory or rule set that
 // changed, or the informer's resync) reads the live objects through LISTs
 // sent after that event (cluster.WithListedAfter): a sync that applied
-// objects just before shows at once, not at the next pass. A pass that was
-// only due (its interval, a re-check, a retry) shares any fresh LIST.
+// objects just before shows at once, not at the next pass; so does the
+// retry of such a pass that failed. A pass that was only due (its interval,
+// a re-check) shares any fresh LIST.
 type passQueue struct {
 	name   string
 	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -76,6 +77,16 @@ func (q *passQueue) takeEvent(key cache.ObjectName) (time.Time, bool) {
 	return t, ok
 }
 
+// keepEvent gives back to key the event its failed pass took, unless a
+// newer one came meanwhile.
+func (q *passQueue) keepEvent(key cache.ObjectName, t time.Time) {
+	q.events.mu.Lock()
+	defer q.events.mu.Unlock()
+	if newer, ok := q.events.times[key]; !ok || newer.Before(t) {
+		q.events.times[key] = t
+	}
+}
+
 // Run runs workers passes at a time until ctx is done.
 func (q *passQueue) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
@@ -115,12 +126,16 @@ func (q *passQueue) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer q.queue.Done(key)
-	if t, ok := q.takeEvent(key); ok {
-		ctx = cluster.WithListedAfter(ctx, t)
+	event, followsEvent := q.takeEvent(key)
+	if followsEvent {
+		ctx = cluster.WithListedAfter(ctx, event)
 	}
 	next, err := q.runPass(ctx, key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Pass failed", "loop", q.name, "release", key)
+		if followsEvent {
+			q.keepEvent(key, event) // the retry still follows it
+		}
 		q.queue.AddRateLimited(key)
 		return true
 	}
