@@ -142,7 +142,8 @@ func run() error {
 		return err
 	}
 	engine := compare.NewEngine(redact.New(), compare.DefaultWorkers)
-	renderer := render.NewRenderer(render.ClientInputs{Client: counted}, mapper)
+	renderer := render.NewRenderer(render.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
+	reader := cluster.NewReader(dyn, mapper, "admin")
 	var engineReqs []int64
 	engineTimes, err := measure(*runs, func() error {
 		requests.Store(0)
@@ -150,7 +151,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		res := engine.Compare(ctx, &compare.DynamicClient{Dynamic: dyn, Mapper: mapper}, r.Objects)
+		res := engine.Compare(ctx, reader, r.Objects)
 		if res.Result != subresourcesv1alpha1.DiffDrifted {
 			return fmt.Errorf("engine: %s %s: %s", res.Result, res.Reason, res.Message)
 		}

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -49,7 +50,7 @@ type Clients struct {
 	Home kubernetes.Interface
 	// Dynamic and Mapper apply its objects to the target cluster.
 	Dynamic dynamic.Interface
-	Mapper  *cluster.Mapper
+	Mapper  meta.RESTMapper
 }
 
 // ClientsFunc gives the Clients of a Release.
@@ -81,7 +82,7 @@ func (a *Applier) Render(ctx context.Context, release *convoyv1alpha1.Release) (
 	if err != nil {
 		return nil, err
 	}
-	return render.NewRenderer(render.ClientInputs{Client: c.Home}, c.Mapper).Render(ctx, release)
+	return render.NewRenderer(render.ClientInputs{Client: c.Home}, render.MapperScoper{Mapper: c.Mapper}).Render(ctx, release)
 }
 
 // Store keeps r in the render store of the Release.

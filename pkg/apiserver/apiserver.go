@@ -122,10 +122,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	if x.KubeConfig == nil {
 		return nil, fmt.Errorf("ExtraConfig.KubeConfig is required")
 	}
-	kube, err := kubernetes.NewForConfig(x.KubeConfig)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
 	// Events and the Lease get clients of their own, each with its own rate
 	// limiter: thousands of Events of a first round never make a pass or a
 	// Lease renewal wait.
@@ -179,7 +175,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	}
 	// /diff reads every object (and, with the cache, skips the dry run of an
 	// unchanged one); the drift loop also uses the shared LISTs and renders.
-	checker := drift.NewChecker(targets, renderEngine, compareEngine)
+	checker := drift.NewChecker(targets, renderEngine, compareEngine, convoy.ConvoyV1alpha1())
 	loopChecker := checker
 	var verdicts *health.VerdictCache
 	if x.Cache {
@@ -191,8 +187,6 @@ func (c CompletedConfig) New() (*Server, error) {
 	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
 		Releases:    convoy.ConvoyV1alpha1(),
 		Inventories: convoy.ConvoyV1alpha1(),
-		Targets:     targets,
-		Render:      renderEngine,
 		Checker:     checker,
 		Redactor:    redactor,
 		Requester:   requester,
@@ -203,7 +197,6 @@ func (c CompletedConfig) New() (*Server, error) {
 
 	obs := observer.New(observer.Config{
 		Convoy:         convoy,
-		Kube:           kube,
 		LeaseKube:      leaseKube,
 		Verdicts:       verdicts,
 		Checker:        loopChecker,

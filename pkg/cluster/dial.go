@@ -6,9 +6,12 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// ReasonAddressNotAllowed is the reason of an *AddressNotAllowedError.
+// ReasonAddressNotAllowed is the reason of the *failure.Error of a refused
+// connection, whose Err is an *AddressNotAllowedError.
 const ReasonAddressNotAllowed = "AddressNotAllowed"
 
 // Why values of an AddressNotAllowedError.
@@ -58,9 +61,6 @@ func (e *AddressNotAllowedError) describe() string {
 	}
 }
 
-// Reason returns ReasonAddressNotAllowed.
-func (e *AddressNotAllowedError) Reason() string { return ReasonAddressNotAllowed }
-
 // AddressPolicy decides which resolved addresses a connection to a target
 // cluster may reach. Its zero value refuses loopback, link-local and
 // unspecified addresses.
@@ -70,7 +70,8 @@ type AddressPolicy struct {
 	AllowLoopback bool
 }
 
-// Control refuses a connection to a not allowed address with an
+// Control refuses a connection to a not allowed address with a
+// *failure.Error of reason ReasonAddressNotAllowed around an
 // *AddressNotAllowedError. It is meant for net.Dialer.Control, which calls
 // it with the resolved "ip:port" before any packet is sent; the network and
 // the raw connection are not used.
@@ -79,7 +80,8 @@ func (p AddressPolicy) Control(network, address string, _ syscall.RawConn) error
 	if why == "" {
 		return nil
 	}
-	return &AddressNotAllowedError{Address: address, Why: why}
+	refused := &AddressNotAllowedError{Address: address, Why: why}
+	return &failure.Error{Reason: ReasonAddressNotAllowed, Message: refused.Error(), Err: refused}
 }
 
 // refusal returns the Why of refusing address, or "" when it is allowed.

@@ -65,15 +65,6 @@ func (m *Mapper) refresh() bool {
 	return true
 }
 
-// IsNamespaced reports whether gvk is namespaced.
-func (m *Mapper) IsNamespaced(gvk schema.GroupVersionKind) (bool, error) {
-	mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return false, err
-	}
-	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
-}
-
 // KindFor implements meta.RESTMapper.
 func (m *Mapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	return retry(m, func() (schema.GroupVersionKind, error) { return m.deferred.KindFor(resource) })

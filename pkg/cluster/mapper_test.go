@@ -22,13 +22,20 @@ func TestMapperRefreshesOnceOnUnknownKind(t *testing.T) {
 	}}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
 	m := NewMapper(disc, clk, time.Minute)
+	isNamespaced := func(gvk schema.GroupVersionKind) (bool, error) {
+		mapping, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return false, err
+		}
+		return mapping.Scope.Name() == meta.RESTScopeNameNamespace, nil
+	}
 
-	namespaced, err := m.IsNamespaced(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	namespaced, err := isNamespaced(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
 	require.NoError(t, err)
 	assert.True(t, namespaced)
 
 	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
-	_, err = m.IsNamespaced(widget)
+	_, err = isNamespaced(widget)
 	require.True(t, meta.IsNoMatchError(err), "unknown kind: %v", err)
 
 	// The CRD is installed: the first lookup since the last refresh already
@@ -37,11 +44,11 @@ func TestMapperRefreshesOnceOnUnknownKind(t *testing.T) {
 		GroupVersion: "example.com/v1",
 		APIResources: []metav1.APIResource{{Name: "widgets", Kind: "Widget", Namespaced: false}},
 	})
-	_, err = m.IsNamespaced(widget)
+	_, err = isNamespaced(widget)
 	require.True(t, meta.IsNoMatchError(err), "no refresh within the interval: %v", err)
 
 	clk.SetTime(clk.Now().Add(2 * time.Minute))
-	namespaced, err = m.IsNamespaced(widget)
+	namespaced, err = isNamespaced(widget)
 	require.NoError(t, err, "refreshed after the interval")
 	assert.False(t, namespaced)
 }

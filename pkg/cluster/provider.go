@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
@@ -24,19 +25,19 @@ import (
 	"k8s.io/utils/lru"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyv1alpha1client "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 )
 
-// Reasons of an Error.
+// Reasons of a failure to build the Access of a Release (a
+// *failure.Error; a refusal to read the Secret of a Cluster is
+// failure.ReasonForbidden).
 const (
 	// ReasonClusterNotFound: the Cluster or the Secret it names does not exist.
 	ReasonClusterNotFound = "ClusterNotFound"
 	// ReasonClusterConfigInvalid: the Secret lacks the key, or its value is
 	// not a usable kubeconfig (see RESTConfigFromKubeconfig).
 	ReasonClusterConfigInvalid = "ClusterConfigInvalid"
-	// ReasonForbidden: the Release's identity may not read the Secret of its
-	// Cluster.
-	ReasonForbidden = "Forbidden"
 )
 
 // DefaultKubeconfigKey is the Secret key of the kubeconfig when the Cluster's
@@ -100,7 +101,7 @@ type Target struct {
 	// Mapper lives as long as the cluster's clients, so its discovery cache
 	// survives from one pass to the next. On the local cluster every
 	// identity shares one Mapper: discovery is the same for every user.
-	Mapper *Mapper
+	Mapper meta.RESTMapper
 	// Snapshots shares metadata-only LISTs of the cluster, as the Target's
 	// identity, between passes; nil when Options.ListFreshness is 0.
 	Snapshots *Snapshots
@@ -177,21 +178,6 @@ func (o Options) withDefaults() Options {
 	}
 	return o
 }
-
-// Error is a failure to build the Access of a Release.
-type Error struct {
-	// Reason is ReasonClusterNotFound, ReasonClusterConfigInvalid or
-	// ReasonForbidden.
-	Reason string
-	// Message is a complete sentence that names the Cluster (and the Secret).
-	Message string
-	// Err is the cause, if any.
-	Err error
-}
-
-func (e *Error) Error() string { return e.Message }
-
-func (e *Error) Unwrap() error { return e.Err }
 
 // Provider gives the Access of a Release. It is safe for concurrent use.
 //
@@ -347,8 +333,8 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 // the Secret spec.kubeConfig.secretRef.name in the same namespace, which is
 // read as id through home.
 //
-// A missing Cluster or Secret is an *Error with ReasonClusterNotFound; a
-// Secret id may not read, ReasonForbidden; a missing key or a kubeconfig that
+// A missing Cluster or Secret is a *failure.Error with ReasonClusterNotFound; a
+// Secret id may not read, failure.ReasonForbidden; a missing key or a kubeconfig that
 // cannot be used (RESTConfigFromKubeconfig: inline data only, no file, no
 // program, no proxy), ReasonClusterConfigInvalid. Any other error (reading
 // the Cluster or the Secret failed) is returned wrapped. The Target's dialer
@@ -357,14 +343,14 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	key := namespace + "/" + name
 	cl, err := p.clusters.Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, p.fail(key, &Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Cluster %s not found", key), Err: err})
+		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Cluster %s not found", key), Err: err})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get Cluster %s: %w", key, err)
 	}
 	ref := cl.Spec.KubeConfig.SecretRef
 	if ref.Name == "" {
-		return nil, p.fail(key, &Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Cluster %s names no Secret in spec.kubeConfig.secretRef.name", key)})
+		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Cluster %s names no Secret in spec.kubeConfig.secretRef.name", key)})
 	}
 	dataKey := ref.Key
 	if dataKey == "" {
@@ -374,16 +360,16 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	secret, err := home.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, p.fail(key, &Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Secret %s of Cluster %s not found", secretID, key), Err: err})
+		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Secret %s of Cluster %s not found", secretID, key), Err: err})
 	case apierrors.IsForbidden(err):
-		return nil, &Error{Reason: ReasonForbidden, Err: err,
+		return nil, &failure.Error{Reason: failure.ReasonForbidden, Err: err,
 			Message: fmt.Sprintf("%s may not get Secret %s, the kubeconfig of Cluster %s: %v", id, secretID, key, err)}
 	case err != nil:
 		return nil, fmt.Errorf("get Secret %s of Cluster %s as %s: %w", secretID, key, id, err)
 	}
 	kubeconfig, ok := secret.Data[dataKey]
 	if !ok || len(kubeconfig) == 0 {
-		return nil, p.fail(key, &Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Secret %s of Cluster %s has no key %q", secretID, key, dataKey)})
+		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Secret %s of Cluster %s has no key %q", secretID, key, dataKey)})
 	}
 
 	p.mu.Lock()
@@ -397,7 +383,7 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	}
 	invalid := func(err error) error {
 		p.remotes.Remove(key)
-		return &Error{
+		return &failure.Error{
 			Reason:  ReasonClusterConfigInvalid,
 			Message: fmt.Sprintf("key %q of Secret %s of Cluster %s is not a usable kubeconfig: %v", dataKey, secretID, key, err),
 			Err:     err,
@@ -417,7 +403,7 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 }
 
 // fail drops the cached Target of key, which is gone or broken, and returns err.
-func (p *Provider) fail(key string, err *Error) error {
+func (p *Provider) fail(key string, err *failure.Error) error {
 	p.mu.Lock()
 	p.remotes.Remove(key)
 	p.mu.Unlock()

@@ -32,6 +32,8 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	convoyfake "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 const ns = "team-a"
@@ -118,11 +120,11 @@ func release(cluster string) *convoyv1alpha1.Release {
 	return r
 }
 
-func clusterError(t *testing.T, err error, reason string) *Error {
+func clusterError(t *testing.T, err error, reason string) *failure.Error {
 	t.Helper()
 	require.Error(t, err)
-	var ce *Error
-	require.True(t, errors.As(err, &ce), "not a *cluster.Error: %T %v", err, err)
+	var ce *failure.Error
+	require.True(t, errors.As(err, &ce), "not a *failure.Error: %T %v", err, err)
 	assert.Equal(t, reason, ce.Reason, "reason of %v", err)
 	assert.Equal(t, ce.Message, err.Error())
 	return ce
@@ -224,7 +226,7 @@ func TestClusterSecretForbidden(t *testing.T) {
 			errors.New(`User "system:serviceaccount:team-a:default" cannot get resource "secrets"`))
 	})
 	_, err := f.provider.ForRelease(context.Background(), release("prod"))
-	ce := clusterError(t, err, ReasonForbidden)
+	ce := clusterError(t, err, failure.ReasonForbidden)
 	assert.Contains(t, ce.Message, "ServiceAccount team-a/default may not get Secret team-a/prod-kubeconfig, the kubeconfig of Cluster team-a/prod")
 	assert.True(t, apierrors.IsForbidden(err))
 }
@@ -560,6 +562,7 @@ func TestTargetTalksTLS(t *testing.T) {
 	var notAllowed *AddressNotAllowedError
 	require.ErrorAs(t, err, &notAllowed)
 	assert.Equal(t, WhyLoopback, notAllowed.Why)
+	assert.Equal(t, ReasonAddressNotAllowed, failure.Reason(err))
 	assert.Zero(t, requests.Load(), "no request reached the loopback listener")
 
 	f := newFixture(t, Options{AllowLoopback: true}, objs...)

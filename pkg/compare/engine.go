@@ -25,6 +25,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 )
 
@@ -87,18 +88,6 @@ func Undetermined(reason, message string) *Result {
 	return &Result{Result: subresourcesv1alpha1.DiffUndetermined, Reason: reason, Message: message}
 }
 
-// ObjectKeyOf is the key of obj, which names it in messages
-// (ObjectKey.Describe).
-func ObjectKeyOf(obj *unstructured.Unstructured) convoyv1alpha1.ObjectKey {
-	return convoyv1alpha1.ObjectKey{Group: obj.GroupVersionKind().Group, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
-}
-
-// failure is the error of one object, classified.
-type failure struct {
-	reason  string
-	message string
-}
-
 // Compare compares each desired object with the live one on c.
 //
 // At most e.workers objects are compared at a time, each with at most one
@@ -120,7 +109,7 @@ func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.
 	}
 	n := len(desired)
 	diffs := make([]subresourcesv1alpha1.ObjectDiff, n)
-	failures := make([]*failure, n)
+	failures := make([]*failure.Error, n)
 
 	var (
 		mu          sync.Mutex
@@ -128,7 +117,7 @@ func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.
 		cancels     = make([]context.CancelFunc, n)
 	)
 	// fail records that object i failed and cancels the objects after it.
-	fail := func(i int, f *failure) {
+	fail := func(i int, f *failure.Error) {
 		mu.Lock()
 		defer mu.Unlock()
 		failures[i] = f
@@ -148,13 +137,13 @@ func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.
 dispatch:
 	for i, obj := range desired {
 		if err := ctx.Err(); err != nil {
-			fail(i, e.failure(obj, who, stepGet, err))
+			fail(i, e.failed(obj, who, stepGet, err))
 			break
 		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
-			fail(i, e.failure(obj, who, stepGet, ctx.Err()))
+			fail(i, e.failed(obj, who, stepGet, ctx.Err()))
 			break dispatch
 		}
 		mu.Lock()
@@ -176,7 +165,7 @@ dispatch:
 			// recover it in another goroutine.
 			defer func() {
 				if r := recover(); r != nil {
-					fail(i, &failure{reason: ReasonInternalError, message: fmt.Sprintf("%s: %s", ObjectKeyOf(obj).Describe(), Panicked(ctx, r))})
+					fail(i, &failure.Error{Reason: failure.ReasonInternalError, Message: fmt.Sprintf("%s: %s", convoyv1alpha1.ObjectKeyOf(obj).Describe(), failure.Panicked(ctx, r))})
 				}
 			}()
 			d, f := e.compareOne(octx, c, who, obj)
@@ -191,13 +180,13 @@ dispatch:
 
 	if firstFailed < n {
 		f := failures[firstFailed]
-		return Undetermined(f.reason, f.message)
+		return Undetermined(f.Reason, f.Message)
 	}
 	return summarize(desired, diffs)
 }
 
 // compareOne compares one object.
-func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unstructured.Unstructured) (subresourcesv1alpha1.ObjectDiff, *failure) {
+func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unstructured.Unstructured) (subresourcesv1alpha1.ObjectDiff, *failure.Error) {
 	gvk := obj.GroupVersionKind()
 	d := subresourcesv1alpha1.ObjectDiff{
 		Group:     gvk.Group,
@@ -246,10 +235,10 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 			d.Status = subresourcesv1alpha1.ObjectMissing
 			return d, nil
 		}
-		return d, e.failure(obj, who, stepGet, err)
+		return d, e.failed(obj, who, stepGet, err)
 	}
 	if live == nil {
-		return d, e.failure(obj, who, stepGet, errors.New("the client returned no object"))
+		return d, e.failed(obj, who, stepGet, errors.New("the client returned no object"))
 	}
 	if cached {
 		if r, ok := e.cache.get(key, hash, live.GetResourceVersion()); ok {
@@ -258,10 +247,10 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 	}
 	dryRun, err := c.DryRunApply(ctx, obj)
 	if err != nil {
-		return d, e.failure(obj, who, stepDryRun, err)
+		return d, e.failed(obj, who, stepDryRun, err)
 	}
 	if dryRun == nil {
-		return d, e.failure(obj, who, stepDryRun, errors.New("the client returned no object"))
+		return d, e.failed(obj, who, stepDryRun, errors.New("the client returned no object"))
 	}
 	d.Changes = diffObjects(
 		e.redactor.Object(normalize(dryRun)).Object,
@@ -278,12 +267,12 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 	return d, nil
 }
 
-// failure classifies err and writes the message that names the object and,
+// failed classifies err and writes the message that names the object and,
 // for a refusal, who was refused.
-func (e *Engine) failure(obj *unstructured.Unstructured, who string, s step, err error) *failure {
+func (e *Engine) failed(obj *unstructured.Unstructured, who string, s step, err error) *failure.Error {
 	reason, what := classify(s, who, err)
-	msg := fmt.Sprintf("%s: %s: %v", ObjectKeyOf(obj).Describe(), what, err)
-	return &failure{reason: reason, message: scrubSecretValues(obj, msg)}
+	msg := fmt.Sprintf("%s: %s: %v", convoyv1alpha1.ObjectKeyOf(obj).Describe(), what, err)
+	return &failure.Error{Reason: reason, Message: scrubSecretValues(obj, msg), Err: err}
 }
 
 // summarize builds the Result of a compare without error.
@@ -293,7 +282,7 @@ func summarize(desired []*unstructured.Unstructured, diffs []subresourcesv1alpha
 		if d.Status == subresourcesv1alpha1.ObjectInSync {
 			continue
 		}
-		msg := ObjectKeyOf(desired[i]).Describe() + " is " + string(d.Status)
+		msg := convoyv1alpha1.ObjectKeyOf(desired[i]).Describe() + " is " + string(d.Status)
 		if len(d.Changes) > 0 {
 			paths := make([]string, 0, messagePaths)
 			for _, c := range d.Changes[:min(len(d.Changes), messagePaths)] {

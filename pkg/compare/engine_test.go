@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 )
 
@@ -259,25 +260,25 @@ func TestCompareErrors(t *testing.T) {
 		{
 			name:      "dry run forbidden by RBAC",
 			applyErr:  apierrors.NewForbidden(gr, "web", errors.New(`User "convoy" cannot patch resource "deployments"`)),
-			reason:    ReasonForbidden,
+			reason:    failure.ReasonForbidden,
 			inMessage: []string{"ServiceAccount shop/deployer may not patch it (the server-side apply dry run) (403 Forbidden)", "cannot patch"},
 			wantApply: 1,
 		},
 		{
 			name:      "get forbidden",
 			getErr:    apierrors.NewForbidden(gr, "web", errors.New(`User "convoy" cannot get resource "deployments"`)),
-			reason:    ReasonForbidden,
+			reason:    failure.ReasonForbidden,
 			inMessage: []string{"Deployment.apps shop/web: ServiceAccount shop/deployer may not get it (403 Forbidden)"},
 		},
 		{
 			name:   "get forbidden, even with admission words",
 			getErr: apierrors.NewForbidden(gr, "web", errors.New(`denied request`)),
-			reason: ReasonForbidden,
+			reason: failure.ReasonForbidden,
 		},
 		{
 			name:      "unauthorized",
 			getErr:    apierrors.NewUnauthorized("token expired"),
-			reason:    ReasonForbidden,
+			reason:    failure.ReasonForbidden,
 			inMessage: []string{"401 Unauthorized", "the credentials of ServiceAccount shop/deployer were refused"},
 		},
 		{
@@ -534,20 +535,6 @@ func TestCompareDoesNotModifyInputs(t *testing.T) {
 	assert.Equal(t, r0, before(dryRun))
 }
 
-// Objects are named one way in every message: ObjectKey.Describe.
-func TestObjectKeyOf(t *testing.T) {
-	tests := []struct {
-		obj  *unstructured.Unstructured
-		want string
-	}{
-		{deployment("shop", "web", 1, "x"), "Deployment.apps shop/web"},
-		{configMap("shop", "x", nil), "ConfigMap shop/x"},
-		{clusterRole("view"), "ClusterRole.rbac.authorization.k8s.io view"},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, ObjectKeyOf(tt.obj).Describe())
-	}
-}
 
 func TestUndetermined(t *testing.T) {
 	assert.Equal(t, &Result{
@@ -592,7 +579,7 @@ func TestComparePanicIsAnInternalError(t *testing.T) {
 	res := newTestEngine(2).Compare(context.Background(), panicking{fakeClient: newFake(liveOf(web), liveOf(settings)), name: "web"},
 		[]*unstructured.Unstructured{settings, web})
 	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
-	assert.Equal(t, ReasonInternalError, res.Reason)
+	assert.Equal(t, failure.ReasonInternalError, res.Reason)
 	assert.Contains(t, res.Message, "Deployment.apps shop/web: internal error")
 	assert.Contains(t, res.Message, "injected panic")
 }

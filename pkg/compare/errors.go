@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/klog/v2"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Reasons of a Result. Callers add their own for errors found before the
-// compare (RenderFailed, ClusterNotFound, ...) with Undetermined.
+// compare (RenderFailed, ClusterNotFound, ...) with Undetermined. An object
+// the credentials may not read or dry-run (401, or 403 not from admission)
+// is failure.ReasonForbidden; a panic, failure.ReasonInternalError.
 const (
 	// ReasonInSync: every object is in sync.
 	ReasonInSync = "InSync"
@@ -30,9 +31,6 @@ const (
 	// ReasonDryRunFailed: the dry run failed without an answer of the API
 	// server that classifies it (an unexpected client-side error).
 	ReasonDryRunFailed = "DryRunFailed"
-	// ReasonForbidden: the credentials of the cluster may not read or
-	// dry-run apply the object (401, or 403 not from admission).
-	ReasonForbidden = "Forbidden"
 	// ReasonReadFailed: reading the live object failed with an error other
 	// than NotFound.
 	ReasonReadFailed = "ReadFailed"
@@ -43,16 +41,7 @@ const (
 	ReasonCanceled = "Canceled"
 	// ReasonInvalidObject: an object of the render has no kind or name.
 	ReasonInvalidObject = "InvalidObject"
-	// ReasonInternalError: the check panicked; the stack is in the log.
-	ReasonInternalError = "InternalError"
 )
-
-// Panicked logs the stack of the panic r that a check recovered from, and
-// returns the message of its InternalError result.
-func Panicked(ctx context.Context, r any) string {
-	klog.FromContext(ctx).Error(nil, "Recovered from a panic", "panic", r, "stack", string(debug.Stack()))
-	return fmt.Sprintf("internal error (a bug of convoy-apiserver; the stack is in its log): %v", r)
-}
 
 // step is the request of a compare that failed.
 type step uint8
@@ -78,17 +67,9 @@ func (s step) verb() string {
 	return "patch it (the server-side apply dry run)"
 }
 
-// reasoned is an error that names its own reason, such as the refusal of a
-// dialer to connect to an address that is not allowed.
-type reasoned interface {
-	error
-	Reason() string
-}
-
 // classify returns the reason of err, met at step by who, and a short text
 // of what happened to put before the error itself.
 func classify(s step, who string, err error) (reason, what string) {
-	var r reasoned
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ReasonCanceled, s.String() + " was canceled"
@@ -98,8 +79,10 @@ func classify(s step, who string, err error) (reason, what string) {
 		return ReasonNoKindMatch, "the cluster does not know the kind"
 	case isResourceNotServed(err):
 		return ReasonNoKindMatch, "the cluster does not serve the resource of the kind"
-	case errors.As(err, &r):
-		return r.Reason(), s.String() + " failed"
+	case failure.Reason(err) != "":
+		// An error that names its reason, such as the refusal of the
+		// dialer to connect to an address that is not allowed.
+		return failure.Reason(err), s.String() + " failed"
 	}
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {
@@ -123,12 +106,12 @@ func classifyStatus(s step, who string, err error, apiStatus apierrors.APIStatus
 	}
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return ReasonForbidden, fmt.Sprintf("%s is not authorized (%s): the credentials of %s were refused", s, answer, who)
+		return failure.ReasonForbidden, fmt.Sprintf("%s is not authorized (%s): the credentials of %s were refused", s, answer, who)
 	case apierrors.IsForbidden(err):
 		if s == stepDryRun && isAdmissionDenial(status.Message) {
 			return ReasonDryRunRejected, fmt.Sprintf("admission denied the dry run (%s)", answer)
 		}
-		return ReasonForbidden, fmt.Sprintf("%s may not %s (%s)", who, s.verb(), answer)
+		return failure.ReasonForbidden, fmt.Sprintf("%s may not %s (%s)", who, s.verb(), answer)
 	case apierrors.IsTooManyRequests(err):
 		return ReasonClusterUnreachable, fmt.Sprintf("the cluster throttled %s (%s)", s, answer)
 	case status.Code >= 500, apierrors.IsInternalError(err), apierrors.IsServerTimeout(err),

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
 func TestClassify(t *testing.T) {
@@ -31,7 +33,7 @@ func TestClassify(t *testing.T) {
 		{"server timeout", stepGet, apierrors.NewServerTimeout(ns, "get", 1), ReasonClusterUnreachable},
 		{"unexpected EOF", stepGet, fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), ReasonClusterUnreachable},
 		{"gone on get", stepGet, apierrors.NewGone("gone"), ReasonReadFailed},
-		{"an error that names its reason", stepGet, &url.Error{Op: "Get", URL: "https://169.254.169.254", Err: &net.OpError{Op: "dial", Err: namedReason{}}}, "AddressNotAllowed"},
+		{"an error that names its reason", stepGet, &url.Error{Op: "Get", URL: "https://169.254.169.254", Err: &net.OpError{Op: "dial", Err: refusedAddress}}, "AddressNotAllowed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,12 +44,9 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// namedReason is an error that names its reason, as the dialer's refusal of
-// an address does.
-type namedReason struct{}
-
-func (namedReason) Error() string  { return "connecting to 169.254.169.254:443 is not allowed" }
-func (namedReason) Reason() string { return "AddressNotAllowed" }
+// refusedAddress is the dialer's refusal of an address (the hook alone: no
+// connection is made).
+var refusedAddress = cluster.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)
 
 func TestIsResourceNotServed(t *testing.T) {
 	assert.False(t, isResourceNotServed(apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")))

@@ -11,6 +11,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
@@ -51,7 +52,7 @@ func TestResolve(t *testing.T) {
 		r.Status.Rollout = &convoyv1alpha1.RolloutStatus{Phase: convoyv1alpha1.RolloutRolledBack}
 		r.Status.LastHealthy = &convoyv1alpha1.RenderRecord{RenderRef: healthyRef}
 	}
-	renderFailed := &render.Error{Reason: "SourceNotFound", Message: "source ConfigMap x/y not found"}
+	renderFailed := &failure.Error{Reason: "SourceNotFound", Message: "source ConfigMap x/y not found"}
 	storeDown := errors.New("connection refused")
 
 	cases := []struct {

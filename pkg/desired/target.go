@@ -13,7 +13,7 @@ import (
 // render whose inputs did not change is reused. Building one costs no
 // request.
 func For(engine *render.Engine, cache *RenderCache, access *cluster.Access) *Resolver {
-	var renderer Renderer = engine.Renderer(render.ClientInputs{Client: access.Home}, access.Target.Mapper)
+	var renderer Renderer = engine.Renderer(render.ClientInputs{Client: access.Home}, render.MapperScoper{Mapper: access.Target.Mapper})
 	if cache != nil {
 		renderer = cache.Renderer(renderer, access)
 	}

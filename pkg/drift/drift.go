@@ -1,12 +1,13 @@
 // Package drift checks a Release for drift: it gets the Release's Access
 // (its identity and target cluster, pkg/cluster), picks the desired render
-// (pkg/desired) and compares it with the live objects (pkg/compare). GET
-// /diff and the drift loop both call Checker.Check, so they always agree.
+// (pkg/desired) and compares it with the live objects (pkg/compare). The
+// REST storage (GET /diff and /preview) and the drift loop talk to it only,
+// so they always agree; its classifier gives every failure the reason of
+// the InSync condition.
 package drift
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,30 +18,22 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
-// Reasons of the InSync condition: compare.ReasonInSync (True),
-// compare.ReasonDrifted (False) and ReasonUndetermined (Unknown), whose
-// message begins with the reason of the result (RenderFailed,
-// ClusterUnreachable, Forbidden, ...).
-const (
-	// ReasonUndetermined: the check could not complete.
-	ReasonUndetermined = "Undetermined"
-	// ReasonRenderFailed: the source or the render failed; a reason of an
-	// Undetermined result found before the compare.
-	ReasonRenderFailed = "RenderFailed"
-)
-
-// Report is the outcome of a check: the compare result, and the render it
-// compared when one was picked.
+// Report is the outcome of a check: the compare result, the render it
+// compared when one was picked, and the objects the next sync would prune
+// when they were asked for.
 type Report struct {
 	*compare.Result
 	// Desired is nil when no render could be picked (RenderFailed).
 	Desired *desired.Result
-	// client is the one the compare used, for ExtraObjects.
-	client compare.Client
+	// ExtraObjects are the inventory entries the render no longer declares
+	// that still exist (Options.ExtraObjects).
+	ExtraObjects []subresourcesv1alpha1.ExtraObject
 }
 
 // Condition is the InSync condition of the report: True InSync, False
@@ -67,9 +60,10 @@ func (r *Report) Condition() metav1.Condition {
 
 // Checker checks Releases for drift.
 type Checker struct {
-	targets cluster.Targets
-	render  *render.Engine
-	engine  *compare.Engine
+	targets     cluster.Targets
+	render      *render.Engine
+	engine      *compare.Engine
+	inventories convoyclient.ReleaseInventoriesGetter
 	// renders and lists, when set, reuse fresh renders whose inputs did not
 	// change and learn live resourceVersions from shared LISTs.
 	renders *desired.RenderCache
@@ -77,11 +71,12 @@ type Checker struct {
 }
 
 // NewChecker returns a Checker that gets each Release's Access from targets,
-// renders with renderEngine and compares with engine. Every check reads
-// each object (and reuses a compare only when engine has a cache and the
-// object's resourceVersion did not change).
-func NewChecker(targets cluster.Targets, renderEngine *render.Engine, engine *compare.Engine) *Checker {
-	return &Checker{targets: targets, render: renderEngine, engine: engine}
+// renders with renderEngine, compares with engine and reads the
+// ReleaseInventories (for Options.ExtraObjects) with inventories. Every
+// check reads each object (and reuses a compare only when engine has a cache
+// and the object's resourceVersion did not change).
+func NewChecker(targets cluster.Targets, renderEngine *render.Engine, engine *compare.Engine, inventories convoyclient.ReleaseInventoriesGetter) *Checker {
+	return &Checker{targets: targets, render: renderEngine, engine: engine, inventories: inventories}
 }
 
 // WithSnapshots returns a copy of c whose checks also reuse renders from
@@ -95,10 +90,23 @@ func (c *Checker) WithSnapshots(renders *desired.RenderCache) *Checker {
 	return &d
 }
 
-// Check compares the desired render of release (or the stored render ref,
-// when ref is set) with the live objects. Every failure is a Report with an
-// Undetermined result that names it, except a stored render asked for with
-// ref that is not stored: that is an error wrapping render.ErrNotStored.
+// Options are what a check is asked for beyond the drift of the desired
+// render.
+type Options struct {
+	// Render, when set, compares the stored render with that renderRef
+	// instead of the desired render (GET /diff?render=REF).
+	Render string
+	// ExtraObjects also lists the objects the next sync would prune (see
+	// Report.ExtraObjects): what /diff shows, and the loop does not need.
+	ExtraObjects bool
+}
+
+// Check compares the desired render of release (or the stored render
+// opts.Render) with the live objects. Every failure of the check is a
+// Report with an Undetermined result and the reason of the InSync condition
+// (see classify), except a stored render asked for that is not stored: that is
+// a *failure.Error of reason ReasonRenderNotStored. The ReleaseInventory
+// that could not be read for opts.ExtraObjects is an error too.
 //
 // Everything is done as the Release's identity: its inputs and render store
 // are read, and its objects read and dry-run, with the clients of its Access.
@@ -107,60 +115,63 @@ func (c *Checker) WithSnapshots(renders *desired.RenderCache) *Checker {
 //
 // A panic of the check ends it as Undetermined with reason InternalError
 // (the stack is logged); it never reaches the caller.
-func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, ref string) (report *Report, err error) {
+func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, opts Options) (report *Report, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			report, err = &Report{Result: compare.Undetermined(compare.ReasonInternalError, compare.Panicked(ctx, r))}, nil
+			f := failure.Recovered(ctx, r)
+			report, err = &Report{Result: compare.Undetermined(f.Reason, f.Message)}, nil
 		}
 	}()
+	access, want, f := c.desired(ctx, release, opts.Render)
+	if f != nil {
+		if f.Reason == ReasonRenderNotStored {
+			return nil, f
+		}
+		return &Report{Result: compare.Undetermined(f.Reason, f.Message)}, nil
+	}
+	reader := access.Reader(c.lists)
+	report = &Report{Result: c.engine.Compare(ctx, reader, want.Objects), Desired: want}
+	if opts.ExtraObjects {
+		inv, err := c.inventories.ReleaseInventories(release.Namespace).Get(ctx, release.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err): // not applied yet: nothing to prune
+		case err != nil:
+			return nil, fmt.Errorf("reading inventory %s/%s: %w", release.Namespace, release.Name, err)
+		default:
+			report.ExtraObjects = extraObjects(ctx, reader, want.Objects, inv.Spec.Entries)
+		}
+	}
+	return report, nil
+}
+
+// Desired returns the desired render of release (or the stored render ref,
+// when ref is set), read or rendered as the Release's identity: the render
+// /diff and the drift loop compare, for GET /preview. Its error is a
+// *failure.Error with the reason the InSync condition would have (see
+// classify), or ReasonRenderNotStored.
+func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (result *desired.Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, err = nil, failure.Recovered(ctx, r)
+		}
+	}()
+	_, want, f := c.desired(ctx, release, ref)
+	if f != nil {
+		return nil, f
+	}
+	return want, nil
+}
+
+// desired gets the Access of release and its desired render; a failure of
+// either is classified.
+func (c *Checker) desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*cluster.Access, *desired.Result, *failure.Error) {
 	access, err := c.targets.ForRelease(ctx, release)
 	if err != nil {
-		var clusterErr *cluster.Error
-		if errors.As(err, &clusterErr) {
-			return &Report{Result: compare.Undetermined(clusterErr.Reason, clusterErr.Message)}, nil
-		}
-		return &Report{Result: compare.Undetermined(cluster.ReasonClusterNotFound, err.Error())}, nil
+		return nil, nil, classify(err, cluster.ReasonClusterNotFound, "")
 	}
 	want, err := desired.For(c.render, c.renders, access).Resolve(ctx, release, ref)
 	if err != nil {
-		if ref != "" && errors.Is(err, render.ErrNotStored) {
-			return nil, err
-		}
-		return &Report{Result: resolveFailure(access, err)}, nil
+		return access, nil, classify(err, ReasonRenderFailed, access.Identity.String())
 	}
-	client := &compare.DynamicClient{Dynamic: access.Target.Dynamic, Mapper: access.Target.Mapper,
-		Identity: access.Who(), ClusterName: access.Target.Name}
-	if c.lists {
-		client.Snapshots = access.Target.Snapshots
-	}
-	return &Report{Result: c.engine.Compare(ctx, client, want.Objects), Desired: want, client: client}, nil
-}
-
-// resolveFailure is the Undetermined result of a desired render that could
-// not be had.
-func resolveFailure(access *cluster.Access, err error) *compare.Result {
-	if apierrors.IsForbidden(err) {
-		// An input or a stored render the identity may not read.
-		return compare.Undetermined(compare.ReasonForbidden, fmt.Sprintf("%s may not read an input of the release: %v", access.Identity, err))
-	}
-	var notAllowed *cluster.AddressNotAllowedError
-	if errors.As(err, &notAllowed) {
-		// The render's discovery is the first connection to the cluster.
-		return compare.Undetermined(cluster.ReasonAddressNotAllowed, notAllowed.Error())
-	}
-	var renderErr *render.Error
-	if !errors.As(err, &renderErr) {
-		return compare.Undetermined(ReasonRenderFailed, err.Error())
-	}
-	if render.IsLimit(renderErr.Reason) {
-		// A limit of the render has a reason of its own.
-		return compare.Undetermined(renderErr.Reason, renderErr.Message)
-	}
-	// Discovery of the target cluster for the render's namespaces is the
-	// first request to the cluster.
-	if what := cluster.NetworkFailure(renderErr); renderErr.Reason == render.ReasonInputUnavailable && what != "" {
-		return compare.Undetermined(compare.ReasonClusterUnreachable,
-			fmt.Sprintf("the cluster is unreachable (%s): %s", what, renderErr.Message))
-	}
-	return compare.Undetermined(ReasonRenderFailed, fmt.Sprintf("%s: %s", renderErr.Reason, renderErr.Message))
+	return access, want, nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
@@ -68,35 +69,39 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 		wantErr     error
 	}{
 		{name: "render fails", wantReason: ReasonRenderFailed, wantMessage: []string{"SourceNotFound: "}},
-		{name: "cluster missing", targetErr: &cluster.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"},
+		{name: "cluster missing", targetErr: &failure.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"},
 			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"Cluster shop/east not found"}},
-		{name: "the Cluster's Secret forbidden", targetErr: &cluster.Error{Reason: cluster.ReasonForbidden, Message: "ServiceAccount shop/deployer may not get Secret shop/east"},
-			wantReason: compare.ReasonForbidden, wantMessage: []string{"ServiceAccount shop/deployer may not get Secret shop/east"}},
+		{name: "the Cluster's Secret forbidden", targetErr: &failure.Error{Reason: failure.ReasonForbidden, Message: "ServiceAccount shop/deployer may not get Secret shop/east",
+			Err: apierrors.NewForbidden(corev1.Resource("secrets"), "east", errors.New("no"))},
+			wantReason: failure.ReasonForbidden, wantMessage: []string{"ServiceAccount shop/deployer may not get Secret shop/east"}},
 		{name: "cluster unreachable while rendering", inputErr: refused,
 			wantReason: compare.ReasonClusterUnreachable, wantMessage: []string{"the cluster is unreachable (connection refused)"}},
 		{name: "cluster address not allowed while rendering",
-			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: &cluster.AddressNotAllowedError{Address: "169.254.169.254:443", Why: cluster.WhyLinkLocal}}},
+			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: cluster.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)}},
 			wantReason: cluster.ReasonAddressNotAllowed, wantMessage: []string{"connecting to 169.254.169.254:443 is not allowed: it is a link-local address"}},
-		{name: "input forbidden", inputErr: forbidden, wantReason: compare.ReasonForbidden,
+		{name: "input forbidden", inputErr: forbidden, wantReason: failure.ReasonForbidden,
 			wantMessage: []string{"ServiceAccount shop/deployer may not read an input of the release", "source ConfigMap shop/web-manifests may not be read",
 				`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`}},
-		{name: "pinned render forbidden", pinned: true, inputErr: forbidden, wantReason: compare.ReasonForbidden,
+		{name: "pinned render forbidden", pinned: true, inputErr: forbidden, wantReason: failure.ReasonForbidden,
 			wantMessage: []string{"ServiceAccount shop/deployer may not read an input of the release", "reading the Pinned render"}},
 		{name: "inputs unavailable otherwise", inputErr: apierrors.NewServiceUnavailable("etcd is down"),
 			wantReason: ReasonRenderFailed, wantMessage: []string{"InputUnavailable: "}},
 		{name: "stored render asked for and missing", ref: "0123456789abcdef", wantErr: render.ErrNotStored},
+		{name: "an error that names no reason", targetErr: errors.New("the Cluster could not be read"),
+			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"the Cluster could not be read"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1))
+			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1), nil)
 			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 				Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web-manifests"}}}}
 			if tc.pinned {
 				release.Spec.Pin = &convoyv1alpha1.Pin{RenderRef: "0123456789abcdef"}
 			}
-			report, err := c.Check(context.Background(), release, tc.ref)
+			report, err := c.Check(context.Background(), release, Options{Render: tc.ref})
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
+				assert.Equal(t, ReasonRenderNotStored, failure.Reason(err))
 				return
 			}
 			require.NoError(t, err)
@@ -152,10 +157,14 @@ func (panickingTargets) ForRelease(context.Context, *convoyv1alpha1.Release) (*c
 }
 
 func TestCheckPanicIsUndetermined(t *testing.T) {
-	c := NewChecker(panickingTargets{}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1))
-	report, err := c.Check(context.Background(), &convoyv1alpha1.Release{}, "")
+	c := NewChecker(panickingTargets{}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1), nil)
+	report, err := c.Check(context.Background(), &convoyv1alpha1.Release{}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
-	assert.Equal(t, compare.ReasonInternalError, report.Reason)
+	assert.Equal(t, failure.ReasonInternalError, report.Reason)
 	assert.Contains(t, report.Message, "injected panic")
+
+	_, err = c.Desired(context.Background(), &convoyv1alpha1.Release{}, "")
+	assert.Equal(t, failure.ReasonInternalError, failure.Reason(err))
+	assert.ErrorContains(t, err, "injected panic")
 }

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -18,20 +19,16 @@ import (
 // beyond it that the render does not contain are not read nor listed.
 const MaxExtraReads = 256
 
-// ExtraObjects returns the entries of an inventory that the compared render
-// does not contain and that still exist on the cluster, read as the
-// Release's identity: the objects the next sync would prune. Hooks are left
-// out (the controller does not prune them as extra objects), and so are
-// kinds the cluster no longer serves (nothing of them can exist). An entry
-// that could not be read is listed with a message. A report without a render
-// (Undetermined before the compare) has none.
-func (r *Report) ExtraObjects(ctx context.Context, entries []convoyv1alpha1.InventoryEntry) []subresourcesv1alpha1.ExtraObject {
-	if r.Desired == nil || r.client == nil {
-		return nil
-	}
-	declared := make(map[convoyv1alpha1.ObjectKey]bool, len(r.Desired.Objects))
-	for _, obj := range r.Desired.Objects {
-		declared[compare.ObjectKeyOf(obj)] = true
+// extraObjects returns the entries of an inventory that the compared render
+// (objects) does not contain and that still exist on the cluster, read with
+// reader, as the Release's identity: the objects the next sync would prune.
+// Hooks are left out (the controller does not prune them as extra objects),
+// and so are kinds the cluster no longer serves (nothing of them can
+// exist). An entry that could not be read is listed with a message.
+func extraObjects(ctx context.Context, reader compare.Client, objects []*unstructured.Unstructured, entries []convoyv1alpha1.InventoryEntry) []subresourcesv1alpha1.ExtraObject {
+	declared := make(map[convoyv1alpha1.ObjectKey]bool, len(objects))
+	for _, obj := range objects {
+		declared[convoyv1alpha1.ObjectKeyOf(obj)] = true
 	}
 	var extra []subresourcesv1alpha1.ExtraObject
 	reads := 0
@@ -44,7 +41,7 @@ func (r *Report) ExtraObjects(ctx context.Context, entries []convoyv1alpha1.Inve
 		}
 		reads++
 		gvk := schema.GroupVersionKind{Group: e.Group, Version: e.Version, Kind: e.Kind}
-		_, err := r.client.Get(ctx, gvk, e.Namespace, e.Name)
+		_, err := reader.Get(ctx, gvk, e.Namespace, e.Name)
 		switch {
 		case err == nil:
 			extra = append(extra, subresourcesv1alpha1.ExtraObject{ObjectKey: e.ObjectKey, Version: e.Version, RenderRef: e.RenderRef})

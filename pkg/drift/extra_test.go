@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/desired"
-	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
 // liveObjects answers Get from a set of names: present, an error, or absent.
@@ -84,9 +82,8 @@ func TestExtraObjects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Report{Desired: &desired.Result{Render: &render.Render{Objects: []*unstructured.Unstructured{configMap("a")}}}, client: &tc.live}
 			var got []string
-			for _, e := range r.ExtraObjects(context.Background(), tc.entries) {
+			for _, e := range extraObjects(context.Background(), &tc.live, []*unstructured.Unstructured{configMap("a")}, tc.entries) {
 				name := e.Name
 				if e.Message != "" {
 					name += "!"
@@ -109,10 +106,6 @@ func TestExtraObjectsBounds(t *testing.T) {
 		present[name] = true
 	}
 	live := &liveObjects{present: present}
-	r := &Report{Desired: &desired.Result{Render: &render.Render{}}, client: live}
-	assert.Len(t, r.ExtraObjects(context.Background(), entries), MaxExtraReads)
+	assert.Len(t, extraObjects(context.Background(), live, nil, entries), MaxExtraReads)
 	assert.Equal(t, MaxExtraReads, live.gets)
-
-	// No render, no client: nothing.
-	assert.Empty(t, (&Report{}).ExtraObjects(context.Background(), entries))
 }

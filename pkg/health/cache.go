@@ -23,7 +23,7 @@ const maxCachedVerdicts = 200_000
 // cannot tell.
 type Lister interface {
 	Reader
-	ResourceVersion(ctx context.Context, resource schema.GroupVersionResource, entry convoyv1alpha1.InventoryEntry) (rv string, exists, known bool)
+	ResourceVersion(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (rv string, exists, known bool)
 	Scope() string
 }
 

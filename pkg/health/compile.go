@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/library"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // DefaultCostLimit is the cost limit of one evaluation of one expression
@@ -193,7 +194,7 @@ func (r *Rules) ForAPIVersion(apiVersion string) []*CompiledRule {
 
 // Compile returns the compiled rules of sets, compiling each set whose
 // generation it has not compiled yet. A rule that does not compile makes
-// the whole call fail with an *Error of Reason ReasonRuleInvalid that names
+// the whole call fail with a *failure.Error of Reason ReasonRuleInvalid that names
 // the set, the index of every bad rule in its spec.rules and the CEL error.
 func (c *Compiler) Compile(sets []RuleSet) (*Rules, error) {
 	out := &Rules{byAPIVersion: map[string][]*CompiledRule{}}
@@ -232,7 +233,7 @@ func (c *Compiler) compileSet(set RuleSet) *compiledSet {
 	out := &compiledSet{generation: set.Generation}
 	e, err := env()
 	if err != nil {
-		out.err = newError(ReasonRuleInvalid, err, "%s: %v", set, err)
+		out.err = failure.Quiet(ReasonRuleInvalid, err, "%s: %v", set, err)
 		return out
 	}
 	ref := set
@@ -252,7 +253,7 @@ func (c *Compiler) compileSet(set RuleSet) *compiledSet {
 	}
 	if len(errs) > 0 {
 		out.rules = nil
-		out.err = newError(ReasonRuleInvalid, errors.Join(errs...), "%s", strings.Join(messages, "; "))
+		out.err = failure.Quiet(ReasonRuleInvalid, errors.Join(errs...), "%s", strings.Join(messages, "; "))
 	}
 	return out
 }

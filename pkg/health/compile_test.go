@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // rule is a rule for apps/v1 deployments.
@@ -23,11 +24,11 @@ func set(name string, gen int64, rules ...convoyv1alpha1.HealthRule) RuleSet {
 	return RuleSet{Kind: KindHealthRuleSet, Namespace: "shop", Name: name, UID: types.UID("uid-" + name), Generation: gen, Rules: rules}
 }
 
-func ruleInvalid(t *testing.T, err error) *Error {
+func ruleInvalid(t *testing.T, err error) *failure.Error {
 	t.Helper()
 	require.Error(t, err)
-	var herr *Error
-	require.True(t, errors.As(err, &herr), "%T is not an *Error", err)
+	var herr *failure.Error
+	require.True(t, errors.As(err, &herr), "%T is not a *failure.Error", err)
 	assert.Equal(t, ReasonRuleInvalid, herr.Reason)
 	assert.Equal(t, herr.Message, err.Error())
 	return herr

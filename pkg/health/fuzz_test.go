@@ -7,7 +7,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
 
-// FuzzCompile: any expression compiles or gives an *Error, never a panic; a
+// FuzzCompile: any expression compiles or gives a *failure.Error, never a panic; a
 // compiled rule evaluates, within its cost limit, to a verdict.
 func FuzzCompile(f *testing.F) {
 	for _, e := range []string{

@@ -14,7 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
 )
 
@@ -25,22 +25,15 @@ type Reader interface {
 	// match its plural name. A kind the cluster does not serve is an error
 	// for which meta.IsNoMatchError is true.
 	Resource(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error)
-	// Get reads the live object of entry, of resource. A missing object is
-	// an error for which apierrors.IsNotFound is true.
-	Get(ctx context.Context, resource schema.GroupVersionResource, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error)
+	// Get reads the live object of entry. A missing object is an error for
+	// which apierrors.IsNotFound is true (or errors.Is ErrNotFound). An
+	// error that concerns the whole Release, not one object (its target
+	// cluster cannot be had: no such Cluster, an invalid kubeconfig, a
+	// Secret its identity may not read), is a *failure.Error of reason
+	// ReasonCannotAssess; a network failure (cluster.NetworkFailure) counts
+	// the same.
+	Get(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error)
 }
-
-// CannotAssessError is an error of a Reader that concerns the whole Release,
-// not one object: its target cluster cannot be had (no such Cluster, an
-// invalid kubeconfig, a Secret its identity may not read). A network failure
-// (cluster.NetworkFailure) counts the same.
-type CannotAssessError struct {
-	Err error
-}
-
-func (e *CannotAssessError) Error() string { return e.Err.Error() }
-
-func (e *CannotAssessError) Unwrap() error { return e.Err }
 
 // Input is what one health pass of a Release looks at.
 type Input struct {
@@ -115,7 +108,7 @@ type Outcome struct {
 func Pass(ctx context.Context, in Input) (out Outcome) {
 	defer func() {
 		if r := recover(); r != nil {
-			out = Outcome{Condition: CannotAssessCondition(errors.New(ReasonInternalError + ": " + compare.Panicked(ctx, r))), Panicked: true}
+			out = Outcome{Condition: CannotAssessCondition(errors.New(failure.ReasonInternalError + ": " + failure.Panicked(ctx, r))), Panicked: true}
 		}
 	}()
 	prev := inventory.StatusOf(in.Inventory)
@@ -179,12 +172,12 @@ func pendingCondition(release *convoyv1alpha1.Release, inv *convoyv1alpha1.Relea
 	return PendingCondition(attempted.RenderRef, at, len(entries)), true
 }
 
-// cannotAssess reports whether err, met reading an entry, concerns the whole
-// Release, and returns the error to report it with.
+// cannotAssess classifies an error met reading an entry: it reports whether
+// it concerns the whole Release (the Release cannot be assessed) rather than
+// the entry (Unknown), and returns the error to report it with.
 func cannotAssess(err error) (error, bool) {
-	var c *CannotAssessError
-	if errors.As(err, &c) {
-		return c, true
+	if f, ok := failure.Find(err, ReasonCannotAssess); ok {
+		return f, true
 	}
 	if what := cluster.NetworkFailure(err); what != "" {
 		return fmt.Errorf("the cluster is unreachable (%s): %w", what, err), true
@@ -266,7 +259,7 @@ func assessEntry(ctx context.Context, in Input, entry convoyv1alpha1.InventoryEn
 	}
 	if cached {
 		fingerprint = rulesFingerprint(rules)
-		if rv, exists, known := lister.ResourceVersion(ctx, resource, entry); known && exists {
+		if rv, exists, known := lister.ResourceVersion(ctx, entry); known && exists {
 			if v, ok := in.Verdicts.get(keyOf(), rv, fingerprint); ok {
 				st := Assess(before, entry, v.verdict, nil, deadline, in.Now)
 				st.HookPhase = v.hook
@@ -274,7 +267,7 @@ func assessEntry(ctx context.Context, in Input, entry convoyv1alpha1.InventoryEn
 			}
 		}
 	}
-	obj, readErr := in.Reader.Get(ctx, resource, entry)
+	obj, readErr := in.Reader.Get(ctx, entry)
 	if readErr != nil {
 		if cause, ok := cannotAssess(readErr); ok {
 			return convoyv1alpha1.InventoryEntryStatus{}, "", cause

@@ -3,7 +3,6 @@ package health
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // memReader is a Reader over objects in memory. It serves the kinds of
@@ -59,7 +59,7 @@ func (r *memReader) Resource(_ context.Context, gvk schema.GroupVersionKind) (sc
 	return gvk.GroupVersion().WithResource(res), nil
 }
 
-func (r *memReader) Get(_ context.Context, _ schema.GroupVersionResource, e convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+func (r *memReader) Get(_ context.Context, e convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
 	r.reads = append(r.reads, e.ObjectKey)
 	if err := r.getErr[e.ObjectKey]; err != nil {
 		return nil, readError("ServiceAccount shop/deployer", e, err)
@@ -70,6 +70,9 @@ func (r *memReader) Get(_ context.Context, _ schema.GroupVersionResource, e conv
 	}
 	return &unstructured.Unstructured{Object: obj}, nil
 }
+
+// cannotBeHad is the error of a Reader whose target cluster cannot be had.
+var cannotBeHad = &failure.Error{Reason: ReasonCannotAssess, Message: "Cluster shop/east not found"}
 
 var (
 	webEntry = convoyv1alpha1.InventoryEntry{ObjectKey: webKey, Version: "v1", RenderRef: renderA}
@@ -308,16 +311,16 @@ func TestPassCondition(t *testing.T) {
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonPending, wantMessage: "no inventory yet",
 			wantSummary: &convoyv1alpha1.HealthSummary{}},
 		{name: "CannotAssess: a rule that does not compile", inventory: inventoryOf(both), reader: ready,
-			rulesErr:   newError(ReasonRuleInvalid, nil, "rule 0 of HealthRuleSet shop/bad: expression does not compile"),
+			rulesErr:   failure.Quiet(ReasonRuleInvalid, nil, "rule 0 of HealthRuleSet shop/bad: expression does not compile"),
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "cannot assess health: rule 0 of HealthRuleSet shop/bad"},
 		{name: "CannotAssess: a selector that is not valid", inventory: inventoryOf(both), reader: ready,
-			rulesErr:   newError(ReasonSelectorInvalid, nil, "spec.healthAssessment.localRuleSetSelector is not valid"),
+			rulesErr:   failure.Quiet(ReasonSelectorInvalid, nil, "spec.healthAssessment.localRuleSetSelector is not valid"),
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "localRuleSetSelector is not valid"},
 		{name: "CannotAssess: the cluster is unreachable", inventory: inventoryOf(both),
 			reader:     func(r *memReader) { r.err = refused },
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "the cluster is unreachable (connection refused)"},
 		{name: "CannotAssess: the cluster cannot be had", inventory: inventoryOf(both),
-			reader:     func(r *memReader) { r.err = &CannotAssessError{Err: errors.New("Cluster shop/east not found")} },
+			reader:     func(r *memReader) { r.err = cannotBeHad },
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "Cluster shop/east not found"},
 	}
 	for _, tc := range cases {
@@ -454,7 +457,7 @@ func TestPassPollsHooksWithoutHealthAssessment(t *testing.T) {
 
 	// A cluster that cannot be had: still NotConfigured, the hooks keep
 	// their phase and nothing is written.
-	reader.err = &CannotAssessError{Err: fmt.Errorf("Cluster shop/east not found")}
+	reader.err = cannotBeHad
 	inv.Status.Entries = out.Entries
 	out = Pass(context.Background(), Input{Release: release, Inventory: inv, Reader: reader, Now: t0})
 	assert.Equal(t, ReasonNotConfigured, out.Condition.Reason)
@@ -474,7 +477,7 @@ func TestPassCountsEvaluationErrors(t *testing.T) {
 
 type panickingReader struct{ *memReader }
 
-func (panickingReader) Get(context.Context, schema.GroupVersionResource, convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+func (panickingReader) Get(context.Context, convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
 	panic("injected panic")
 }
 
@@ -498,7 +501,7 @@ type listingReader struct {
 
 func (r listingReader) Scope() string { return r.scope }
 
-func (r listingReader) ResourceVersion(_ context.Context, _ schema.GroupVersionResource, e convoyv1alpha1.InventoryEntry) (string, bool, bool) {
+func (r listingReader) ResourceVersion(_ context.Context, e convoyv1alpha1.InventoryEntry) (string, bool, bool) {
 	rv, ok := r.listed[e.Name]
 	return rv, ok, true
 }

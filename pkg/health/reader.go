@@ -5,55 +5,55 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// ClusterReader is the Reader of a Release: it reads its target cluster as
-// its identity, with the Access it gets on first use (a pass that reads
-// nothing gets none). It is used by one pass at a time.
+// ClusterReader is the Reader of a Release: the cluster.Reader of its target
+// cluster, as its identity, had on first use (a pass that reads nothing gets
+// no Access). It is used by one pass at a time.
 type ClusterReader struct {
 	targets cluster.Targets
 	release *convoyv1alpha1.Release
+	lists   bool
 
-	access *cluster.Access
+	reader *cluster.Reader
 	err    error
 }
 
 var _ Lister = &ClusterReader{}
 
-// NewClusterReader returns the Reader of release.
-func NewClusterReader(targets cluster.Targets, release *convoyv1alpha1.Release) *ClusterReader {
-	return &ClusterReader{targets: targets, release: release}
+// NewClusterReader returns the Reader of release. With lists, it tells the
+// resourceVersions of objects from the target's shared LISTs (Lister).
+func NewClusterReader(targets cluster.Targets, release *convoyv1alpha1.Release, lists bool) *ClusterReader {
+	return &ClusterReader{targets: targets, release: release, lists: lists}
 }
 
-// target gets the Release's Access once; a failure is a CannotAssessError.
-func (r *ClusterReader) target(ctx context.Context) (*cluster.Access, error) {
-	if r.access == nil && r.err == nil {
-		if r.access, r.err = r.targets.ForRelease(ctx, r.release); r.err != nil {
-			r.err = &CannotAssessError{Err: r.err}
+// target gets the Release's Access once. A failure concerns the whole
+// Release: it is a *failure.Error of reason ReasonCannotAssess.
+func (r *ClusterReader) target(ctx context.Context) (*cluster.Reader, error) {
+	if r.reader == nil && r.err == nil {
+		access, err := r.targets.ForRelease(ctx, r.release)
+		if err != nil {
+			r.err = &failure.Error{Reason: ReasonCannotAssess, Message: err.Error(), Err: err}
+		} else {
+			r.reader = access.Reader(r.lists)
 		}
 	}
-	return r.access, r.err
+	return r.reader, r.err
 }
 
 // Resource implements Reader with the target's REST mapper.
 func (r *ClusterReader) Resource(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	access, err := r.target(ctx)
+	reader, err := r.target(ctx)
 	if err != nil {
 		return schema.GroupVersionResource{}, err
 	}
-	return r.resourceOf(access.Target.Mapper, gvk)
-}
-
-// resourceOf maps gvk with mapper.
-func (r *ClusterReader) resourceOf(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := reader.Mapping(gvk)
 	if err != nil {
 		return schema.GroupVersionResource{}, fmt.Errorf("%s is not known to the cluster: %w", gvk, err)
 	}
@@ -62,38 +62,38 @@ func (r *ClusterReader) resourceOf(mapper meta.RESTMapper, gvk schema.GroupVersi
 
 // Get implements Reader with a GET as the Release's identity. A refusal
 // names who was refused, the verb and the object.
-func (r *ClusterReader) Get(ctx context.Context, resource schema.GroupVersionResource, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
-	access, err := r.target(ctx)
+func (r *ClusterReader) Get(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+	reader, err := r.target(ctx)
 	if err != nil {
 		return nil, err
 	}
-	obj, err := access.Target.Dynamic.Resource(resource).Namespace(entry.Namespace).Get(ctx, entry.Name, metav1.GetOptions{})
+	obj, err := reader.Get(ctx, gvkOfEntry(entry), entry.Namespace, entry.Name)
 	if err != nil {
-		return nil, readError(access.Who(), entry, err)
+		return nil, readError(reader.Who(), entry, err)
 	}
 	return obj, nil
 }
 
 // Scope implements Lister: whom and where the objects are read as.
 func (r *ClusterReader) Scope() string {
-	if r.access == nil {
+	if r.reader == nil {
 		return ""
 	}
-	return r.access.Who() + "@" + r.access.Target.Name
+	return r.reader.Who() + "@" + r.reader.Cluster()
 }
 
-// ResourceVersion implements Lister with the target's Snapshots.
-func (r *ClusterReader) ResourceVersion(ctx context.Context, resource schema.GroupVersionResource, entry convoyv1alpha1.InventoryEntry) (string, bool, bool) {
-	access, err := r.target(ctx)
-	if err != nil || access.Target.Snapshots == nil {
-		return "", false, false
-	}
-	snap, err := access.Target.Snapshots.Get(ctx, resource, entry.Namespace)
+// ResourceVersion implements Lister with the target's shared LISTs.
+func (r *ClusterReader) ResourceVersion(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (string, bool, bool) {
+	reader, err := r.target(ctx)
 	if err != nil {
 		return "", false, false
 	}
-	rv, exists := snap.ResourceVersion(entry.Name)
-	return rv, exists, true
+	return reader.ResourceVersion(ctx, gvkOfEntry(entry), entry.Namespace, entry.Name)
+}
+
+// gvkOfEntry is the group, version and kind of an inventory entry.
+func gvkOfEntry(entry convoyv1alpha1.InventoryEntry) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: entry.Group, Version: entry.Version, Kind: entry.Kind}
 }
 
 // readError says what went wrong reading entry as who.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Kinds of a RuleSet.
@@ -51,7 +52,7 @@ func (s RuleSet) String() string {
 // depend on the order of an informer's list. Sets being deleted are still
 // selected: their rules hold until they are gone.
 //
-// An invalid selector is an *Error with Reason ReasonSelectorInvalid.
+// An invalid selector is a *failure.Error with Reason ReasonSelectorInvalid.
 func Select(ha *convoyv1alpha1.HealthAssessment, globals []*convoyv1alpha1.GlobalHealthRuleSet, locals []*convoyv1alpha1.HealthRuleSet) ([]RuleSet, error) {
 	if ha == nil {
 		return nil, nil
@@ -86,7 +87,7 @@ func Select(ha *convoyv1alpha1.HealthAssessment, globals []*convoyv1alpha1.Globa
 func selector(field string, sel *convoyv1alpha1.LabelSelector) (labels.Selector, error) {
 	s, err := metav1.LabelSelectorAsSelector(sel.AsMetav1())
 	if err != nil {
-		return nil, newError(ReasonSelectorInvalid, err, "spec.healthAssessment.%s is not valid: %v", field, err)
+		return nil, failure.Quiet(ReasonSelectorInvalid, err, "spec.healthAssessment.%s is not valid: %v", field, err)
 	}
 	return s, nil
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 func someRules(expression string) convoyv1alpha1.HealthRuleSetSpec {
@@ -140,7 +141,7 @@ func TestSelectInvalidSelector(t *testing.T) {
 			sets, err := Select(tc.ha, []*convoyv1alpha1.GlobalHealthRuleSet{global("g", nil)}, []*convoyv1alpha1.HealthRuleSet{local("shop", "l", nil)})
 			require.Error(t, err)
 			assert.Nil(t, sets)
-			var herr *Error
+			var herr *failure.Error
 			require.True(t, errors.As(err, &herr))
 			assert.Equal(t, ReasonSelectorInvalid, herr.Reason)
 			assert.Contains(t, herr.Message, tc.message)

@@ -9,16 +9,14 @@ import (
 	"slices"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
-	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -33,12 +31,9 @@ const observerName = "convoy-observe"
 // requests a sync on drift.
 type DriftLoop struct {
 	passQueue
-	releases  convoylisters.ReleaseLister
 	checker   *drift.Checker
 	status    *StatusWriter
 	requester *syncrequest.Requester
-	// passTimeout bounds one pass, so a stuck cluster cannot hold a worker.
-	passTimeout time.Duration
 }
 
 // NewDriftLoop returns a DriftLoop fed by the Release and ReleaseInventory
@@ -48,14 +43,8 @@ type DriftLoop struct {
 // (an annotation) and the observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
 	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester) (*DriftLoop, error) {
-	l := &DriftLoop{
-		releases:    releases.Lister(),
-		checker:     checker,
-		status:      status,
-		requester:   requester,
-		passTimeout: 2 * time.Minute,
-	}
-	l.passQueue = newPassQueue("drift", l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
+	l := &DriftLoop{checker: checker, status: status, requester: requester}
+	l.passQueue = newPassQueue("drift", releases.Lister(), l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
 	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -108,36 +97,19 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 	return slices.Compact(refs)
 }
 
-// pass runs one drift pass on the Release key and returns when the next one
-// is due (0: none).
-func (l *DriftLoop) pass(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	release, err := l.releases.Releases(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if release.DeletionTimestamp != nil {
-		return 0, nil
-	}
-	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
-	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), l.passTimeout)
-	defer cancel()
+// pass runs one drift pass of release and returns when the next one is due.
+func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
 	interval := Interval(release)
-
-	start := time.Now()
-	defer func() { passDuration.WithLabelValues("drift").Observe(time.Since(start).Seconds()) }()
-	report, err := l.checker.Check(ctx, release, "")
+	report, err := l.checker.Check(ctx, release, drift.Options{})
 	if err != nil {
 		return interval, err
 	}
 	cond := report.Condition()
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
-	if report.Reason == compare.ReasonInternalError {
+	if report.Reason == failure.ReasonInternalError {
 		panics.WithLabelValues("drift").Inc()
 	}
-	logger.V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
+	klog.FromContext(ctx).V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
 	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
 		return interval, err
 	}

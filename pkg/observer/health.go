@@ -55,19 +55,19 @@ type HealthLoop struct {
 	status      *StatusWriter
 	requester   *syncrequest.Requester
 	clock       clock.PassiveClock
-	passTimeout time.Duration
+	// verdicts, when set, reuses verdicts of unchanged objects, whose
+	// resourceVersions shared LISTs tell.
+	verdicts *health.VerdictCache
 
 	mu     sync.Mutex
 	delays map[cache.ObjectName]time.Duration
-	// verdicts, when set, reuses verdicts of unchanged objects.
-	verdicts *health.VerdictCache
 }
 
 // NewHealthLoop returns a HealthLoop. Its passes start on: a Release created,
 // its spec or status.lastAttempted changed; its inventory's spec changed; a
 // change of a rule set it selects; the informer resync; and the re-check
 // delays.
-func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, writer *inventory.Writer,
+func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, verdicts *health.VerdictCache, writer *inventory.Writer,
 	status *StatusWriter, requester *syncrequest.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
 	l := &HealthLoop{
 		releases:    inf.Releases.Lister(),
@@ -80,11 +80,12 @@ func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *healt
 		status:      status,
 		requester:   requester,
 		clock:       clk,
-		passTimeout: 2 * time.Minute,
+		verdicts:    verdicts,
 		delays:      map[cache.ObjectName]time.Duration{},
 	}
-	l.passQueue = newPassQueue("health", l.pass, inf.Releases.Informer().HasSynced, inf.Inventories.Informer().HasSynced,
+	l.passQueue = newPassQueue("health", l.releases, l.pass, inf.Releases.Informer().HasSynced, inf.Inventories.Informer().HasSynced,
 		inf.Globals.Informer().HasSynced, inf.Locals.Informer().HasSynced)
+	l.passQueue.forget = l.forget
 	handlers := []struct {
 		informer cache.SharedIndexInformer
 		funcs    cache.ResourceEventHandlerFuncs
@@ -230,26 +231,12 @@ func (l *HealthLoop) nextDelay(key cache.ObjectName, settled bool, interval time
 	return min(d, interval)
 }
 
-// pass runs one health pass of the Release key (health.Pass) and writes its
+// pass runs one health pass of release (health.Pass) and writes its
 // outcome: status.entries, then Healthy and healthSummary, then a sync
 // request when the pass found a reason.
-func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Duration, error) {
-	release, err := l.releases.Releases(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) {
-		l.forget(key)
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if release.DeletionTimestamp != nil {
-		return 0, nil
-	}
-	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
-	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), l.passTimeout)
-	defer cancel()
-	start := time.Now()
-	defer func() { passDuration.WithLabelValues("health").Observe(time.Since(start).Seconds()) }()
+func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+	key := cache.MetaObjectToName(release)
+	logger := klog.FromContext(ctx)
 	inv, err := l.inventories.ReleaseInventories(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		inv = nil
@@ -260,7 +247,7 @@ func (l *HealthLoop) pass(ctx context.Context, key cache.ObjectName) (time.Durat
 	in := health.Input{
 		Release:   release,
 		Inventory: inv,
-		Reader:    health.NewClusterReader(l.targets, release),
+		Reader:    health.NewClusterReader(l.targets, release, l.verdicts != nil),
 		Verdicts:  l.verdicts,
 		Now:       l.clock.Now().Truncate(time.Second),
 	}

@@ -31,7 +31,7 @@ func healthLoopOn(t *testing.T, client *fake.Clientset) (*HealthLoop, convoyinfo
 	compiler := health.NewCompiler(0)
 	status := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(time.Now()))
 	l, err := NewHealthLoop(HealthInformers{Releases: v1.Releases(), Inventories: v1.ReleaseInventories(),
-		Globals: v1.GlobalHealthRuleSets(), Locals: v1.HealthRuleSets()}, nil, compiler, inventory.NewWriter(client.ConvoyV1alpha1()), status, nil, clocktesting.NewFakePassiveClock(time.Now()))
+		Globals: v1.GlobalHealthRuleSets(), Locals: v1.HealthRuleSets()}, nil, compiler, nil, inventory.NewWriter(client.ConvoyV1alpha1()), status, nil, clocktesting.NewFakePassiveClock(time.Now()))
 	require.NoError(t, err)
 	t.Cleanup(l.queue.ShutDown)
 	return l, factory, compiler

@@ -30,10 +30,9 @@ import (
 // Config is what the observer's loops run on.
 type Config struct {
 	Convoy convoyclient.Interface
-	// Kube is the clientset of the cluster convoy-apiserver runs in; the
-	// Lease is renewed with a clientset of its own (LeaseKube), so that no
-	// pass nor Event can make a renewal wait for the rate limiter.
-	Kube      kubernetes.Interface
+	// LeaseKube is a clientset of the cluster convoy-apiserver runs in, of
+	// its own, that renews the Lease: no pass nor Event can make a renewal
+	// wait for its rate limiter.
 	LeaseKube kubernetes.Interface
 	// Verdicts reuses the rules' verdicts of objects a LIST saw unchanged;
 	// nil: every object with a rule is read.
@@ -156,11 +155,10 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	healthLoop, err := NewHealthLoop(HealthInformers{
 		Releases: v1.Releases(), Inventories: v1.ReleaseInventories(),
 		Globals: v1.GlobalHealthRuleSets(), Locals: v1.HealthRuleSets(),
-	}, c.Targets, c.Compiler, inventory.NewWriter(c.Convoy.ConvoyV1alpha1()), status, c.Requester, c.Clock)
+	}, c.Targets, c.Compiler, c.Verdicts, inventory.NewWriter(c.Convoy.ConvoyV1alpha1()), status, c.Requester, c.Clock)
 	if err != nil {
 		return err
 	}
-	healthLoop.verdicts = c.Verdicts
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	for typ, synced := range factory.WaitForCacheSync(ctx.Done()) {

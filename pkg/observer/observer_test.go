@@ -13,7 +13,9 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 	"k8s.io/component-base/metrics/testutil"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 )
 
 // The readyz check "observer": a replica that should run the loops is not
@@ -35,15 +37,54 @@ func TestReady(t *testing.T) {
 	assert.NoError(t, alone.Ready())
 }
 
+// listerOf is a lister of the Releases shop/NAME.
+func listerOf(names ...string) convoylisters.ReleaseLister {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, name := range names {
+		_ = indexer.Add(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}})
+	}
+	return convoylisters.NewReleaseLister(indexer)
+}
+
+// The queue reads the Release of a key: a Release that is gone is
+// forgotten and one being deleted skipped, both without a pass; a pass gets
+// a deadline.
+func TestPassQueueReadsTheRelease(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	now := metav1.Now()
+	for _, r := range []*convoyv1alpha1.Release{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "leaving", DeletionTimestamp: &now}},
+	} {
+		require.NoError(t, indexer.Add(r))
+	}
+	lister := convoylisters.NewReleaseLister(indexer)
+	var passed, forgotten []string
+	q := newPassQueue("test", lister, func(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+		_, hasDeadline := ctx.Deadline()
+		assert.True(t, hasDeadline, "a pass has a timeout")
+		passed = append(passed, release.Name)
+		return 0, nil
+	})
+	q.forget = func(key cache.ObjectName) { forgotten = append(forgotten, key.Name) }
+	defer q.queue.ShutDown()
+	for _, name := range []string{"web", "leaving", "gone"} {
+		q.queue.Add(cache.ObjectName{Namespace: "shop", Name: name})
+		assert.True(t, q.processNext(context.Background()))
+	}
+	assert.Equal(t, []string{"web"}, passed)
+	assert.Equal(t, []string{"gone"}, forgotten)
+}
+
 // A panic in a pass ends that pass; the worker goes on with the next
 // Release, and the panic is counted.
 func TestPassQueueSurvivesAPanic(t *testing.T) {
 	var passed []string
-	q := newPassQueue("test", func(_ context.Context, key cache.ObjectName) (time.Duration, error) {
-		if key.Name == "bad" {
+	q := newPassQueue("test", listerOf("bad", "good"), func(_ context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+		if release.Name == "bad" {
 			panic("injected panic")
 		}
-		passed = append(passed, key.Name)
+		passed = append(passed, release.Name)
 		return 0, nil
 	})
 	defer q.queue.ShutDown()
@@ -64,7 +105,7 @@ func TestPassQueueSurvivesAPanic(t *testing.T) {
 // pass that was only due (its interval, a re-check) shares any fresh LIST.
 func TestPassAfterAnEventWantsANewerList(t *testing.T) {
 	var got []time.Time
-	q := newPassQueue("test", func(ctx context.Context, _ cache.ObjectName) (time.Duration, error) {
+	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
 		got = append(got, cluster.ListedAfter(ctx))
 		return 0, nil
 	})
@@ -87,7 +128,7 @@ func TestPassAfterAnEventWantsANewerList(t *testing.T) {
 // The retry of a failed pass that followed an event still follows it.
 func TestRetryOfAPassAfterAnEventWantsANewerList(t *testing.T) {
 	var got []time.Time
-	q := newPassQueue("test", func(ctx context.Context, _ cache.ObjectName) (time.Duration, error) {
+	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
 		got = append(got, cluster.ListedAfter(ctx))
 		if len(got) == 1 {
 			return 0, errors.New("the cluster did not answer")

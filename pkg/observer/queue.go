@@ -6,19 +6,25 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 )
 
 // passQueue runs passes of Releases from a rate-limited queue: one pass at a
-// time per Release, workers at a time in all. A pass returns when the next
-// one is due; a pass that fails is retried with backoff.
+// time per Release, workers at a time in all. It reads the Release from the
+// informer's lister (a Release that is gone is forgotten, one being deleted
+// skipped), gives the pass a logger with the Release, a timeout and its
+// duration metric, and calls it. A pass returns when the next one is due; a
+// pass that fails is retried with backoff.
 //
 // A pass that follows an event (a Release, inventory or rule set that
 // changed, or the informer's resync) reads the live objects through LISTs
@@ -27,13 +33,25 @@ import (
 // retry of such a pass that failed. A pass that was only due (its interval,
 // a re-check) shares any fresh LIST.
 type passQueue struct {
-	name   string
-	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	synced []cache.InformerSynced
-	pass   func(ctx context.Context, key cache.ObjectName) (time.Duration, error)
+	name     string
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	synced   []cache.InformerSynced
+	releases convoylisters.ReleaseLister
+	pass     passFunc
+	// forget, when set, drops what the loop keeps of a Release that is gone.
+	forget func(key cache.ObjectName)
+	// timeout bounds one pass, so a stuck cluster cannot hold a worker.
+	timeout time.Duration
 
 	events *eventTimes
 }
+
+// passFunc runs one pass of release and returns when the next one is due (0:
+// none).
+type passFunc func(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error)
+
+// passTimeout bounds one pass of either loop.
+const passTimeout = 2 * time.Minute
 
 // eventTimes holds, by Release, when the latest event that enqueued it was
 // seen; its next pass takes it.
@@ -42,15 +60,19 @@ type eventTimes struct {
 	times map[cache.ObjectName]time.Time
 }
 
-func newPassQueue(name string, pass func(context.Context, cache.ObjectName) (time.Duration, error), synced ...cache.InformerSynced) passQueue {
+// newPassQueue returns the queue of the loop name, which passes the Releases
+// of releases with pass once the informers are synced.
+func newPassQueue(name string, releases convoylisters.ReleaseLister, pass passFunc, synced ...cache.InformerSynced) passQueue {
 	return passQueue{
 		name: name,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}),
-		synced: synced,
-		pass:   pass,
-		events: &eventTimes{times: map[cache.ObjectName]time.Time{}},
+		synced:   synced,
+		releases: releases,
+		pass:     pass,
+		timeout:  passTimeout,
+		events:   &eventTimes{times: map[cache.ObjectName]time.Time{}},
 	}
 }
 
@@ -107,17 +129,35 @@ func (q *passQueue) Run(ctx context.Context, workers int) {
 	logger.Info("Stopping loop")
 }
 
-// runPass runs one pass; a panic ends that pass as an error (retried with
-// backoff), is logged with its stack and counted, and the worker goes on
-// with the next Release.
+// runPass runs one pass of the Release key; a panic ends that pass as an
+// error (retried with backoff), is logged with its stack and counted, and
+// the worker goes on with the next Release.
 func (q *passQueue) runPass(ctx context.Context, key cache.ObjectName) (next time.Duration, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panics.WithLabelValues(q.name).Inc()
-			next, err = 0, fmt.Errorf("the %s pass of %s panicked: %s", q.name, key, compare.Panicked(ctx, r))
+			next, err = 0, fmt.Errorf("the %s pass of %s panicked: %s", q.name, key, failure.Panicked(ctx, r))
 		}
 	}()
-	return q.pass(ctx, key)
+	release, err := q.releases.Releases(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		if q.forget != nil {
+			q.forget(key)
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if release.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
+	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), q.timeout)
+	defer cancel()
+	start := time.Now()
+	defer func() { passDuration.WithLabelValues(q.name).Observe(time.Since(start).Seconds()) }()
+	return q.pass(ctx, release)
 }
 
 func (q *passQueue) processNext(ctx context.Context) bool {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // chartKey is the binaryData key of a source ConfigMap that holds a packaged chart.
@@ -26,7 +27,7 @@ const chartKey = "chart.tgz"
 // (spec.content, as its identity) here, and templates the chart with the
 // Renderer's ChartRunner, which convoy-apiserver runs in a child process
 // (Sandbox) so that a runaway template can be stopped.
-func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *Error) {
+func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *failure.Error) {
 	vals, verr := r.values(ctx, release)
 	if verr != nil {
 		return nil, verr
@@ -67,18 +68,18 @@ type ChartRequest struct {
 //
 // Helm's template engine does not stop when ctx ends (only lookup reads
 // it): run it where it can be stopped (Sandbox).
-func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error) {
+func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	where, tgz := req.Where, req.Chart
 	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
 	if err != nil {
-		return nil, errorf(ReasonChartInvalid, err, "%s is not a Helm chart", where)
+		return nil, failure.New(ReasonChartInvalid, err, "%s is not a Helm chart", where)
 	}
 	if typ := ch.Metadata.Type; typ != "" && typ != "application" {
-		return nil, errorf(ReasonChartInvalid, nil, "%s: chart %s is a %s chart, which cannot be installed", where, ch.Name(), typ)
+		return nil, failure.New(ReasonChartInvalid, nil, "%s: chart %s is a %s chart, which cannot be installed", where, ch.Name(), typ)
 	}
 	caps := common.DefaultCapabilities.Copy()
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
-		return nil, errorf(ReasonChartInvalid, nil, "%s: chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s (Helm's default capabilities)",
+		return nil, failure.New(ReasonChartInvalid, nil, "%s: chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s (Helm's default capabilities)",
 			where, ch.Name(), kv, caps.KubeVersion.Version)
 	}
 
@@ -87,7 +88,7 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 		vals = map[string]any{}
 	}
 	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
-		return nil, errorf(ReasonChartInvalid, err, "%s: chart %s dependencies", where, ch.Name())
+		return nil, failure.New(ReasonChartInvalid, err, "%s: chart %s dependencies", where, ch.Name())
 	}
 	opts := common.ReleaseOptions{
 		Name:      req.Name,
@@ -97,17 +98,17 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 	}
 	top, err := commonutil.ToRenderValuesWithSchemaValidation(ch, vals, opts, caps, true)
 	if err != nil {
-		return nil, errorf(ReasonValuesInvalid, err, "%s: values do not coalesce with chart %s", where, ch.Name())
+		return nil, failure.New(ReasonValuesInvalid, err, "%s: values do not coalesce with chart %s", where, ch.Name())
 	}
 	if coalesced, ok := top["Values"].(common.Values); ok {
 		if err := validateValues(ch, coalesced.AsMap()); err != nil {
-			return nil, errorf(ReasonValuesInvalid, err, "%s: values do not meet the schema of chart %s", where, ch.Name())
+			return nil, failure.New(ReasonValuesInvalid, err, "%s: values do not meet the schema of chart %s", where, ch.Name())
 		}
 	}
 
 	files, err := engine.Engine{}.RenderWithContext(ctx, ch, top)
 	if err != nil {
-		return nil, errorf(ReasonTemplateFailed, err, "%s: chart %s", where, ch.Name())
+		return nil, failure.New(ReasonTemplateFailed, err, "%s: chart %s", where, ch.Name())
 	}
 	for name := range files {
 		if path.Base(name) == "NOTES.txt" {
@@ -119,7 +120,7 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 	// gives does not matter, New sorts the render.
 	_, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
 	if err != nil {
-		return nil, errorf(ReasonManifestInvalid, err, "%s: chart %s", where, ch.Name())
+		return nil, failure.New(ReasonManifestInvalid, err, "%s: chart %s", where, ch.Name())
 	}
 
 	var objs []*unstructured.Unstructured
@@ -133,7 +134,7 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 	for _, m := range manifests {
 		got, perr := parseManifest(m)
 		if perr != nil {
-			return nil, errorf(ReasonManifestInvalid, perr, "%s: chart template %s", where, m.Name)
+			return nil, failure.New(ReasonManifestInvalid, perr, "%s: chart template %s", where, m.Name)
 		}
 		objs = append(objs, got...)
 	}

@@ -1,8 +1,13 @@
 package render
 
-import "fmt"
-
-// Reasons of a render Error. Each names the step that failed.
+// Reasons of a render failure (a *failure.Error: Renderer.Render returns no
+// other error). Each names the step that failed.
+//
+// Messages count positions as follows: "document N" is the N-th non-empty
+// YAML document of a key, from 1, as an editor counts them; "item N" is the
+// N-th item of a List, from 1; "valuesFrom N" and "mutation N" are indexes
+// into spec.content.valuesFrom and spec.mutations, from 0, as in
+// spec.mutations[N].
 const (
 	// ReasonSourceNotFound: the source ConfigMap does not exist.
 	ReasonSourceNotFound = "SourceNotFound"
@@ -39,44 +44,3 @@ const (
 	// says nothing about the Release itself and may pass on a retry.
 	ReasonInputUnavailable = "InputUnavailable"
 )
-
-// Error is a render failure that names its cause. Renderer.Render returns
-// only *Error; Err is the underlying error (nil when there is none) and is
-// what Unwrap returns, so errors.Is and errors.As see through it.
-//
-// Messages count positions as follows: "document N" is the N-th non-empty
-// YAML document of a key, from 1, as an editor counts them; "item N" is the
-// N-th item of a List, from 1; "valuesFrom N" and "mutation N" are indexes
-// into spec.content.valuesFrom and spec.mutations, from 0, as in
-// spec.mutations[N].
-type Error struct {
-	// Reason is one of the Reason constants.
-	Reason string
-	// Message says what failed and names the cause: the ConfigMap and key,
-	// the valuesFrom entry, the template file, the mutation and object.
-	Message string
-	// Err is the underlying error.
-	Err error
-}
-
-// Error returns the message.
-func (e *Error) Error() string { return e.Message }
-
-// Unwrap returns the underlying error.
-func (e *Error) Unwrap() error { return e.Err }
-
-// errorf returns an *Error whose message is the formatted text, followed by
-// ": " and err's message when err is not nil.
-func errorf(reason string, err error, format string, args ...any) *Error {
-	msg := fmt.Sprintf(format, args...)
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	return &Error{Reason: reason, Message: msg, Err: err}
-}
-
-// errorQuiet returns an *Error with the formatted message alone, for an err
-// whose text would only repeat the message (a NotFound, say).
-func errorQuiet(reason string, err error, format string, args ...any) *Error {
-	return &Error{Reason: reason, Message: fmt.Sprintf(format, args...), Err: err}
-}

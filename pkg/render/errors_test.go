@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 func TestRenderErrors(t *testing.T) {
@@ -324,7 +325,7 @@ func TestScoperErrors(t *testing.T) {
 
 func TestRenderNilRelease(t *testing.T) {
 	_, err := newTestRenderer().Render(context.Background(), nil)
-	var rerr *Error
+	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
 	assert.Equal(t, ReasonSourceInvalid, rerr.Reason)
 }

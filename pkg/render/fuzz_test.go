@@ -4,18 +4,22 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // FuzzManifests: any text in a source ConfigMap's key gives objects or an
-// *Error, never a panic; the objects it gives make a render.
+// *failure.Error, never a panic; the objects it gives make a render.
 func FuzzManifests(f *testing.F) {
 	for _, seed := range []string{
 		manyConfigMaps(2),
@@ -42,7 +46,7 @@ func FuzzManifests(f *testing.F) {
 }
 
 // FuzzMutations: any patch, JSON patch or labels on an object give the
-// mutated object or an *Error, never a panic.
+// mutated object or an *failure.Error, never a panic.
 func FuzzMutations(f *testing.F) {
 	f.Add(`{"spec":{"replicas":3}}`, `[{"op":"add","path":"/metadata/labels/x","value":"y"}]`, "team", "a")
 	f.Add(`{"metadata":{"name":null}}`, `[{"op":"remove","path":"/spec"}]`, "", "")
@@ -67,7 +71,8 @@ func FuzzMutations(f *testing.F) {
 }
 
 // FuzzStoreDecode: any bytes in a render-store Secret give objects or an
-// error, and never more than the limit inflated.
+// error; never more than the limit of bytes is inflated, never more objects
+// than the limit decoded; a refusal for size or count is right.
 func FuzzStoreDecode(f *testing.F) {
 	gz := func(s string) []byte {
 		var b bytes.Buffer
@@ -80,12 +85,42 @@ func FuzzStoreDecode(f *testing.F) {
 	f.Add(gz(`[1, "x", null]`))
 	f.Add(gz(`{}`))
 	f.Add([]byte("not gzip"))
+	f.Add(gz(`[` + strings.Repeat(`{"a":1},`, 20) + `{}]`))
+	f.Add(gz(`[{"a":"` + strings.Repeat("x", 5000) + `"}]`))
+	limits := Limits{MaxBytes: 4096, MaxObjects: 8}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		objs, err := decode(data, 1<<20)
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			_, err := decode(data, limits)
+			require.Error(t, err, "not gzip")
+			return
+		}
+		inflated := &countingReader{r: zr}
+		objs, err := decodeInflating(inflated, limits)
+		require.LessOrEqual(t, inflated.n, int64(limits.MaxBytes)+1, "inflated past the limit")
+		require.LessOrEqual(t, len(objs), limits.MaxObjects)
+		switch failure.Reason(err) {
+		case ReasonStoredRenderTooLarge:
+			require.Greater(t, inflated.n, int64(limits.MaxBytes))
+		case ReasonTooManyObjects:
+			require.Nil(t, objs)
+		}
 		if err == nil {
 			_, _ = New(objs)
 		}
 	})
+}
+
+// countingReader counts the bytes read from r.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func rawExt(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 const testNS = "demo"
@@ -119,12 +120,12 @@ func renderOK(t *testing.T, r *Renderer, rel *convoyv1alpha1.Release) *Render {
 	return out
 }
 
-// renderErr renders rel, expects an *Error with reason, and returns it.
-func renderErr(t *testing.T, r *Renderer, rel *convoyv1alpha1.Release, reason string) *Error {
+// renderErr renders rel, expects an *failure.Error with reason, and returns it.
+func renderErr(t *testing.T, r *Renderer, rel *convoyv1alpha1.Release, reason string) *failure.Error {
 	t.Helper()
 	out, err := r.Render(context.Background(), rel)
 	require.Error(t, err, "render: %v", out)
-	var rerr *Error
+	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
 	require.Equal(t, reason, rerr.Reason, "message: %s", rerr.Message)
 	t.Logf("%s: %s", rerr.Reason, rerr.Message)

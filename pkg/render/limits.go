@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Reasons of a render that passed one of its Limits. Each names the limit
@@ -25,6 +27,11 @@ const (
 	// Limits.MaxBytes (--max-render-bytes).
 	ReasonStoredRenderTooLarge = "StoredRenderTooLarge"
 )
+
+// ReasonStoredRenderInvalid: a render-store Secret that is not a render
+// (another type, not gzip'd JSON objects) or whose content does not match
+// the renderRef it is named for.
+const ReasonStoredRenderInvalid = "StoredRenderInvalid"
 
 // IsLimit reports whether reason is that of a render past one of its
 // Limits.
@@ -73,7 +80,7 @@ func (l Limits) withDefaults() Limits {
 
 // ChartRunner templates packaged Helm charts.
 type ChartRunner interface {
-	Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error)
+	Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error)
 }
 
 // InProcess templates charts in this process. Helm's template engine does
@@ -82,7 +89,7 @@ type ChartRunner interface {
 type InProcess struct{}
 
 // Template implements ChartRunner.
-func (InProcess) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error) {
+func (InProcess) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	return templateChart(ctx, req)
 }
 
@@ -117,7 +124,7 @@ func (e *Engine) Renderer(inputs Inputs, scoper Scoper) *Renderer {
 
 // Store returns the render store on client.
 func (e *Engine) Store(client kubernetes.Interface) *Store {
-	return &Store{client: client, maxBytes: e.limits.MaxBytes}
+	return &Store{client: client, limits: e.limits}
 }
 
 // errRenderTimeout is the cause of the deadline of a render.
@@ -125,20 +132,20 @@ var errRenderTimeout = errors.New("render timeout")
 
 // timedOut returns the RenderTimeout error when ctx ended with the render's
 // deadline, nil otherwise.
-func (e *Engine) timedOut(ctx context.Context, where string) *Error {
+func (e *Engine) timedOut(ctx context.Context, where string) *failure.Error {
 	if !errors.Is(context.Cause(ctx), errRenderTimeout) {
 		return nil
 	}
-	return errorf(ReasonRenderTimeout, nil, "%s took longer than the render timeout of %s (--render-timeout) and was stopped", where, e.limits.Timeout)
+	return failure.New(ReasonRenderTimeout, nil, "%s took longer than the render timeout of %s (--render-timeout) and was stopped", where, e.limits.Timeout)
 }
 
 // checkSize fails a render past MaxObjects or MaxBytes.
-func (e *Engine) checkSize(r *Render) *Error {
+func (e *Engine) checkSize(r *Render) *failure.Error {
 	if n := len(r.Objects); n > e.limits.MaxObjects {
-		return errorf(ReasonTooManyObjects, nil, "the render holds %d objects, more than the limit of %d (--max-render-objects)", n, e.limits.MaxObjects)
+		return failure.New(ReasonTooManyObjects, nil, "the render holds %d objects, more than the limit of %d (--max-render-objects)", n, e.limits.MaxObjects)
 	}
 	if r.Size > e.limits.MaxBytes {
-		return errorf(ReasonRenderTooLarge, nil, "the render is %d bytes of JSON, more than the limit of %d (--max-render-bytes)", r.Size, e.limits.MaxBytes)
+		return failure.New(ReasonRenderTooLarge, nil, "the render is %d bytes of JSON, more than the limit of %d (--max-render-bytes)", r.Size, e.limits.MaxBytes)
 	}
 	return nil
 }

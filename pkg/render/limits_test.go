@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // manyConfigMaps is a manifest of n ConfigMaps.
@@ -65,7 +67,7 @@ func TestStoredRenderInflatingPastTheLimit(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	_, err = NewEngine(nil, Limits{MaxBytes: 8 << 20}).Store(client).Get(context.Background(), "shop", "web", ref)
 	runtime.ReadMemStats(&after)
-	var rerr *Error
+	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
 	assert.Equal(t, ReasonStoredRenderTooLarge, rerr.Reason)
 	assert.Contains(t, rerr.Message, "inflates past the limit of 8388608 bytes (--max-render-bytes)")

@@ -17,7 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // isManifestKey tells whether a ConfigMap key or chart file holds manifests.
@@ -41,7 +41,7 @@ func manifestKeys(cm *corev1.ConfigMap) []string {
 // renderManifests reads the plain manifests of a source ConfigMap: every key
 // of data that ends .yaml, .yml or .json, in sorted key order. Values are not
 // read for plain manifests: they are not templates.
-func renderManifests(cm *corev1.ConfigMap) ([]*unstructured.Unstructured, *Error) {
+func renderManifests(cm *corev1.ConfigMap) ([]*unstructured.Unstructured, *failure.Error) {
 	var objs []*unstructured.Unstructured
 	for _, key := range manifestKeys(cm) {
 		where := fmt.Sprintf("configMap %s/%s key %s", cm.Namespace, cm.Name, key)
@@ -58,12 +58,12 @@ func renderManifests(cm *corev1.ConfigMap) ([]*unstructured.Unstructured, *Error
 // more concatenated JSON values; any other name holds YAML, with documents
 // separated by "---" lines. Empty documents (nothing, or only comments) are
 // skipped; a List is flattened. where names the file in error messages.
-func parseFile(where, name string, content []byte) ([]*unstructured.Unstructured, *Error) {
+func parseFile(where, name string, content []byte) ([]*unstructured.Unstructured, *failure.Error) {
 	var objs []*unstructured.Unstructured
-	add := func(doc int, data []byte) *Error {
+	add := func(doc int, data []byte) *failure.Error {
 		got, err := parseDocument(data)
 		if err != nil {
-			return errorf(ReasonManifestInvalid, err, "%s document %d", where, doc)
+			return failure.New(ReasonManifestInvalid, err, "%s document %d", where, doc)
 		}
 		objs = append(objs, got...)
 		return nil
@@ -76,7 +76,7 @@ func parseFile(where, name string, content []byte) ([]*unstructured.Unstructured
 			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 				return objs, nil
 			} else if err != nil {
-				return nil, errorf(ReasonManifestInvalid, err, "%s document %d", where, doc)
+				return nil, failure.New(ReasonManifestInvalid, err, "%s document %d", where, doc)
 			}
 			if err := add(doc, raw); err != nil {
 				return nil, err
@@ -90,11 +90,11 @@ func parseFile(where, name string, content []byte) ([]*unstructured.Unstructured
 		if errors.Is(err, io.EOF) {
 			return objs, nil
 		} else if err != nil {
-			return nil, errorf(ReasonManifestInvalid, err, "%s document %d", where, doc)
+			return nil, failure.New(ReasonManifestInvalid, err, "%s document %d", where, doc)
 		}
 		data, err := yaml.YAMLToJSON(chunk)
 		if err != nil {
-			return nil, errorf(ReasonManifestInvalid, err, "%s document %d", where, doc)
+			return nil, failure.New(ReasonManifestInvalid, err, "%s document %d", where, doc)
 		}
 		if err := add(doc, data); err != nil {
 			return nil, err
@@ -173,18 +173,13 @@ func validateObject(u *unstructured.Unstructured) error {
 // describe names an object with its apiVersion, "apps/v1 Deployment
 // demo/web", where two versions of one object must be told apart (the
 // duplicate of New). Every other message names an object with
-// ObjectKey.Describe (see keyOf).
+// ObjectKey.Describe (convoyv1alpha1.ObjectKeyOf).
 func describe(u *unstructured.Unstructured) string {
 	name := u.GetName()
 	if ns := u.GetNamespace(); ns != "" {
 		name = ns + "/" + name
 	}
 	return u.GetAPIVersion() + " " + u.GetKind() + " " + name
-}
-
-// keyOf is the key of u, which names it in messages (ObjectKey.Describe).
-func keyOf(u *unstructured.Unstructured) convoyv1alpha1.ObjectKey {
-	return convoyv1alpha1.ObjectKey{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
 func jsonType(v any) string {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Mutation kinds, as they appear in messages.
@@ -39,22 +40,22 @@ const (
 //
 // A patch may change any field, apiVersion, kind, name and namespace
 // included; the result must still have apiVersion, kind and metadata.name.
-func mutate(i int, m convoyv1alpha1.Mutation, objs []*unstructured.Unstructured) *Error {
+func mutate(i int, m convoyv1alpha1.Mutation, objs []*unstructured.Unstructured) *failure.Error {
 	kind, err := mutationKind(m)
 	if err != nil {
-		return errorf(ReasonMutationFailed, err, "mutation %d", i)
+		return failure.New(ReasonMutationFailed, err, "mutation %d", i)
 	}
 	var sel labels.Selector
 	if m.Target.LabelSelector != nil {
 		sel, err = metav1.LabelSelectorAsSelector(m.Target.LabelSelector.AsMetav1())
 		if err != nil {
-			return errorf(ReasonMutationFailed, err, "mutation %d: target.labelSelector", i)
+			return failure.New(ReasonMutationFailed, err, "mutation %d: target.labelSelector", i)
 		}
 	}
 	var jp jsonpatch.Patch
 	if kind == mutationJSONPatch {
 		if jp, err = decodeJSONPatch(m.JSONPatch); err != nil {
-			return errorf(ReasonMutationFailed, err, "mutation %d (%s)", i, kind)
+			return failure.New(ReasonMutationFailed, err, "mutation %d (%s)", i, kind)
 		}
 	}
 
@@ -74,7 +75,7 @@ func mutate(i int, m convoyv1alpha1.Mutation, objs []*unstructured.Unstructured)
 			u.SetAnnotations(merged(u.GetAnnotations(), m.Annotations))
 		}
 		if err != nil {
-			return errorf(ReasonMutationFailed, err, "mutation %d (%s) on %s", i, kind, keyOf(u).Describe())
+			return failure.New(ReasonMutationFailed, err, "mutation %d (%s) on %s", i, kind, convoyv1alpha1.ObjectKeyOf(u).Describe())
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // defaultNamespaces gives namespaced objects that name no namespace the
@@ -17,7 +19,7 @@ import (
 // namespace it has, set or not: the render does not fail on it, the compare
 // reports the unknown kind later. Any other Scoper error fails the render
 // with InputUnavailable, as a guess would give a different renderRef.
-func (r *Renderer) defaultNamespaces(objs []*unstructured.Unstructured, target string) *Error {
+func (r *Renderer) defaultNamespaces(objs []*unstructured.Unstructured, target string) *failure.Error {
 	scopes := crdScopes(objs)
 	for _, u := range objs {
 		gvk := u.GroupVersionKind()
@@ -28,7 +30,7 @@ func (r *Renderer) defaultNamespaces(objs []*unstructured.Unstructured, target s
 			switch {
 			case meta.IsNoMatchError(err):
 			case err != nil:
-				return errorf(ReasonInputUnavailable, err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
+				return failure.New(ReasonInputUnavailable, err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
 			default:
 				known = true
 				scopes[gvk.GroupKind()] = namespaced

@@ -9,6 +9,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // New sorts objects and computes the renderRef. Renders read from the render
@@ -31,19 +33,19 @@ func New(objects []*unstructured.Unstructured) (*Render, error) {
 	sorted := slices.Clone(objects)
 	for i, u := range sorted {
 		if u == nil || u.Object == nil {
-			return nil, errorf(ReasonManifestInvalid, nil, "object %d of the render is empty", i)
+			return nil, failure.New(ReasonManifestInvalid, nil, "object %d of the render is empty", i)
 		}
 	}
 	slices.SortStableFunc(sorted, compareObjects)
 	for i := 1; i < len(sorted); i++ {
 		if compareObjects(sorted[i-1], sorted[i]) == 0 {
-			return nil, errorf(ReasonManifestInvalid, nil, "duplicate object %s: %s and %s have the same group, kind, namespace and name",
+			return nil, failure.New(ReasonManifestInvalid, nil, "duplicate object %s: %s and %s have the same group, kind, namespace and name",
 				objectKey(sorted[i]), describe(sorted[i-1]), describe(sorted[i]))
 		}
 	}
 	ref, size, err := renderRef(sorted)
 	if err != nil {
-		return nil, errorf(ReasonManifestInvalid, err, "render does not encode to JSON")
+		return nil, failure.New(ReasonManifestInvalid, err, "render does not encode to JSON")
 	}
 	return &Render{Ref: ref, Objects: sorted, Size: size}, nil
 }

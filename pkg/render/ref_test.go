@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 func obj(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
@@ -66,7 +67,7 @@ func TestNewSortsAndHashes(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	_, err := New([]*unstructured.Unstructured{obj("v1", "ConfigMap", "a", "x"), obj("v1", "ConfigMap", "a", "x")})
-	var rerr *Error
+	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
 	assert.Equal(t, ReasonManifestInvalid, rerr.Reason)
 	assert.Contains(t, rerr.Message, "duplicate object ConfigMap a/x")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Inputs reads the objects a render needs from the Release's namespace: the
@@ -72,7 +73,7 @@ func NewRenderer(inputs Inputs, scoper Scoper) *Renderer {
 //  5. New sorts the objects and computes the renderRef.
 //
 // The same Release and inputs always give the same render and renderRef.
-// Every error is an *Error; an error of Inputs or the Scoper is wrapped in it.
+// Every error is an *failure.Error; an error of Inputs or the Scoper is wrapped in it.
 // A render past the Engine's Limits fails with the limit's reason
 // (RenderTimeout, TooManyObjects, RenderTooLarge).
 func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*Render, error) {
@@ -95,9 +96,9 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 	return out, nil
 }
 
-func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release) ([]*unstructured.Unstructured, *Error) {
+func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release) ([]*unstructured.Unstructured, *failure.Error) {
 	if release == nil {
-		return nil, errorf(ReasonSourceInvalid, nil, "no Release to render")
+		return nil, failure.New(ReasonSourceInvalid, nil, "no Release to render")
 	}
 	objs, err := r.source(ctx, release)
 	if err != nil {
@@ -106,7 +107,7 @@ func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release) 
 	// Before any work per object: the namespaces, the mutations, and the
 	// compare's requests.
 	if n, limit := len(objs), r.engine.limits.MaxObjects; n > limit {
-		return nil, errorf(ReasonTooManyObjects, nil, "the render holds %d objects, more than the limit of %d (--max-render-objects)", n, limit)
+		return nil, failure.New(ReasonTooManyObjects, nil, "the render holds %d objects, more than the limit of %d (--max-render-objects)", n, limit)
 	}
 	if err := r.defaultNamespaces(objs, targetNamespace(release)); err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release) 
 }
 
 // source reads spec.source into objects.
-func (r *Renderer) source(ctx context.Context, release *convoyv1alpha1.Release) ([]*unstructured.Unstructured, *Error) {
+func (r *Renderer) source(ctx context.Context, release *convoyv1alpha1.Release) ([]*unstructured.Unstructured, *failure.Error) {
 	src := release.Spec.Source
 	var set []string
 	if src.ConfigMap != nil {
@@ -134,28 +135,28 @@ func (r *Renderer) source(ctx context.Context, release *convoyv1alpha1.Release) 
 	}
 	switch {
 	case len(set) == 0:
-		return nil, errorf(ReasonSourceInvalid, nil, "spec.source sets no source kind")
+		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets no source kind")
 	case len(set) > 1:
-		return nil, errorf(ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
+		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
 	case src.ConfigMap == nil:
-		return nil, errorf(ReasonSourceNotSupported, nil, "source kind %s is not built yet", set[0])
+		return nil, failure.New(ReasonSourceNotSupported, nil, "source kind %s is not built yet", set[0])
 	}
 
 	ns, name := release.Namespace, src.ConfigMap.Name
 	cm, err := r.inputs.ConfigMap(ctx, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, errorQuiet(ReasonSourceNotFound, err, "source ConfigMap %s/%s not found", ns, name)
+		return nil, failure.Quiet(ReasonSourceNotFound, err, "source ConfigMap %s/%s not found", ns, name)
 	case apierrors.IsForbidden(err):
-		return nil, errorf(ReasonInputForbidden, err, "source ConfigMap %s/%s may not be read", ns, name)
+		return nil, failure.New(ReasonInputForbidden, err, "source ConfigMap %s/%s may not be read", ns, name)
 	case err != nil:
-		return nil, errorf(ReasonInputUnavailable, err, "source ConfigMap %s/%s could not be read", ns, name)
+		return nil, failure.New(ReasonInputUnavailable, err, "source ConfigMap %s/%s could not be read", ns, name)
 	}
 	if tgz, ok := cm.BinaryData[chartKey]; ok {
 		return r.renderChart(ctx, release, fmt.Sprintf("configMap %s/%s binaryData %s", ns, name, chartKey), tgz)
 	}
 	if len(manifestKeys(cm)) == 0 {
-		return nil, errorf(ReasonSourceInvalid, nil, "source ConfigMap %s/%s holds neither binaryData %s nor a data key ending .yaml, .yml or .json", ns, name, chartKey)
+		return nil, failure.New(ReasonSourceInvalid, nil, "source ConfigMap %s/%s holds neither binaryData %s nor a data key ending .yaml, .yml or .json", ns, name, chartKey)
 	}
 	return renderManifests(cm)
 }

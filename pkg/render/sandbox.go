@@ -15,6 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // ChildArg is the one argument a program is run with as a Sandbox's child:
@@ -68,7 +70,7 @@ type chartResponse struct {
 }
 
 // Template implements ChartRunner: it templates req in a child process.
-func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *Error) {
+func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	what := fmt.Sprintf("%s: templating the chart", req.Where)
 	select {
 	case s.slots <- struct{}{}:
@@ -78,7 +80,7 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 	}
 	in, err := json.Marshal(req)
 	if err != nil {
-		return nil, errorf(ReasonChartInvalid, err, "%s: encoding the request", req.Where)
+		return nil, failure.New(ReasonChartInvalid, err, "%s: encoding the request", req.Where)
 	}
 	cmd := exec.CommandContext(ctx, s.path, ChildArg)
 	cmd.Stdin = bytes.NewReader(in)
@@ -91,16 +93,16 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, errorf(ReasonTemplateFailed, err, "%s", what)
+		return nil, failure.New(ReasonTemplateFailed, err, "%s", what)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, errorf(ReasonTemplateFailed, err, "%s: starting the render process", what)
+		return nil, failure.New(ReasonTemplateFailed, err, "%s: starting the render process", what)
 	}
 	out, readErr := io.ReadAll(io.LimitReader(stdout, s.maxOutput+1))
 	if int64(len(out)) > s.maxOutput {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, errorf(ReasonRenderTooLarge, nil, "%s: the chart renders more than %d bytes (twice --max-render-bytes)", what, s.maxOutput)
+		return nil, failure.New(ReasonRenderTooLarge, nil, "%s: the chart renders more than %d bytes (twice --max-render-bytes)", what, s.maxOutput)
 	}
 	waitErr := cmd.Wait()
 	if ctx.Err() != nil {
@@ -111,34 +113,34 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 		if tail := strings.TrimSpace(stderr.String()); tail != "" {
 			msg += ": " + tail
 		}
-		return nil, errorf(ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
+		return nil, failure.New(ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
 	}
 	return decodeResponse(req.Where, out)
 }
 
 // stopped is the error of a render whose context ended.
-func (s *Sandbox) stopped(ctx context.Context, what string) *Error {
+func (s *Sandbox) stopped(ctx context.Context, what string) *failure.Error {
 	if errors.Is(context.Cause(ctx), errRenderTimeout) {
-		return errorf(ReasonRenderTimeout, nil, "%s took longer than the render timeout (--render-timeout) and was stopped", what)
+		return failure.New(ReasonRenderTimeout, nil, "%s took longer than the render timeout (--render-timeout) and was stopped", what)
 	}
-	return errorf(ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
+	return failure.New(ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
 }
 
 // decodeResponse turns what a child wrote into objects or its error.
-func decodeResponse(where string, out []byte) ([]*unstructured.Unstructured, *Error) {
+func decodeResponse(where string, out []byte) ([]*unstructured.Unstructured, *failure.Error) {
 	var resp chartResponse
 	if err := json.Unmarshal(out, &resp); err != nil {
-		return nil, errorf(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
+		return nil, failure.New(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
 	}
 	if resp.Reason != "" {
-		return nil, &Error{Reason: resp.Reason, Message: resp.Message}
+		return nil, &failure.Error{Reason: resp.Reason, Message: resp.Message}
 	}
 	objs := make([]*unstructured.Unstructured, 0, len(resp.Objects))
 	for i, raw := range resp.Objects {
 		var obj map[string]any
 		// utiljson keeps integers int64, as the decoders of unstructured do.
 		if err := utiljson.Unmarshal(raw, &obj); err != nil {
-			return nil, errorf(ReasonTemplateFailed, err, "%s: object %d of the render process", where, i)
+			return nil, failure.New(ReasonTemplateFailed, err, "%s: object %d of the render process", where, i)
 		}
 		objs = append(objs, &unstructured.Unstructured{Object: obj})
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // TestMain lets the test binary be a Sandbox's child, as convoy-apiserver's
@@ -123,7 +124,7 @@ func TestSandboxSlots(t *testing.T) {
 	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err = r.Render(short, release("small"))
-	var rerr *Error
+	var rerr *failure.Error
 	require.True(t, errors.As(err, &rerr), "%v", err)
 	assert.Contains(t, rerr.Message, "waiting for one of the renders running now")
 	wg.Wait()

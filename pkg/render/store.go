@@ -13,10 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 const (
@@ -44,8 +44,9 @@ func SecretName(release, ref string) string {
 // render, type convoy.kumodo.io/render, named convoy-render.<release>.<ref>.
 type Store struct {
 	client kubernetes.Interface
-	// maxBytes is what a stored render may inflate to.
-	maxBytes int
+	// limits bound what a stored render may inflate to (MaxBytes) and hold
+	// (MaxObjects).
+	limits Limits
 }
 
 // NewStore returns a Store on client with the default Limits (see
@@ -55,35 +56,39 @@ func NewStore(client kubernetes.Interface) *Store {
 }
 
 // Get reads render ref of the Release namespace/release. A render that is not
-// stored gives an error wrapping ErrNotStored; a stored render whose content
-// does not match its ref is an error too, so a corrupt Secret never passes for
-// the render it names.
+// stored gives an error wrapping ErrNotStored. Any other failure is a
+// *failure.Error: a Secret that may not be read, InputForbidden; that could
+// not be read, InputUnavailable; that inflates past the limit,
+// StoredRenderTooLarge; one whose content is not a render or does not match
+// its ref, StoredRenderInvalid, so that a corrupt Secret never passes for the
+// render it names.
 func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Render, error) {
-	name := SecretName(release, ref)
-	secret, err := s.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+	secret := convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: SecretName(release, ref)}
+	got, err := s.client.CoreV1().Secrets(namespace).Get(ctx, secret.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("render %s of release %s/%s: %w", ref, namespace, release, ErrNotStored)
+	case apierrors.IsForbidden(err):
+		return nil, failure.New(ReasonInputForbidden, err, "render %s in %s may not be read", ref, secret.Describe())
+	case err != nil:
+		return nil, failure.New(ReasonInputUnavailable, err, "render %s in %s could not be read", ref, secret.Describe())
+	}
+	if got.Type != SecretType {
+		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s has type %q, not %q", secret.Describe(), got.Type, SecretType)
+	}
+	objects, err := decode(got.Data[SecretKey], s.limits)
+	if f, ok := failure.As(err); ok {
+		return nil, failure.Quiet(f.Reason, f, "stored render %s in %s: %s", ref, secret.Describe(), f.Message)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading render %s of release %s/%s: %w", ref, namespace, release, err)
-	}
-	if secret.Type != SecretType {
-		return nil, fmt.Errorf("secret %s/%s has type %q, not %q", namespace, name, secret.Type, SecretType)
-	}
-	objects, err := decode(secret.Data[SecretKey], s.maxBytes)
-	if errors.Is(err, errInflatesTooFar) {
-		return nil, errorf(ReasonStoredRenderTooLarge, err, "stored render %s in secret %s/%s inflates past the limit of %d bytes (--max-render-bytes)",
-			ref, namespace, name, s.maxBytes)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("decoding render %s in secret %s/%s: %w", ref, namespace, name, err)
+		return nil, failure.New(ReasonStoredRenderInvalid, err, "stored render %s in %s does not decode", ref, secret.Describe())
 	}
 	r, err := New(objects)
 	if err != nil {
-		return nil, fmt.Errorf("stored render %s in secret %s/%s: %w", ref, namespace, name, err)
+		return nil, failure.New(ReasonStoredRenderInvalid, err, "stored render %s in %s", ref, secret.Describe())
 	}
 	if r.Ref != ref {
-		return nil, fmt.Errorf("secret %s/%s holds render %s, not %s", namespace, name, r.Ref, ref)
+		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s holds render %s, not %s", secret.Describe(), r.Ref, ref)
 	}
 	return r, nil
 }
@@ -148,14 +153,13 @@ func encode(objects []*unstructured.Unstructured) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// errInflatesTooFar is the error of decode for data that inflates past its
-// limit.
-var errInflatesTooFar = errors.New("the render inflates too far")
-
-// decode inflates data through a reader limited to maxBytes, so a crafted
-// Secret (a few hundred KiB that inflate to gigabytes) is refused after
-// maxBytes, never inflated whole, and decodes the JSON array of objects.
-func decode(data []byte, maxBytes int) ([]*unstructured.Unstructured, error) {
+// decode inflates data as it decodes the JSON array of objects, through a
+// reader that fails past limits.MaxBytes, so a crafted Secret (a few hundred
+// KiB that inflate to gigabytes) is refused after MaxBytes, never inflated
+// whole; and it stops at the first object past limits.MaxObjects, so a small
+// Secret of many tiny objects is never decoded whole either. Both refusals
+// are *failure.Error (StoredRenderTooLarge, TooManyObjects).
+func decode(data []byte, limits Limits) ([]*unstructured.Unstructured, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("no %q key", SecretKey)
 	}
@@ -163,25 +167,14 @@ func decode(data []byte, maxBytes int) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("not gzip: %w", err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(zr, int64(maxBytes)+1))
-	if err != nil {
-		return nil, fmt.Errorf("inflating: %w", err)
+	return decodeInflating(zr, limits)
+}
+
+// decodeInflating is decode on the reader of the inflated data.
+func decodeInflating(zr io.Reader, limits Limits) ([]*unstructured.Unstructured, error) {
+	objects, err := decodeObjects(&limitReader{r: zr, n: int64(limits.MaxBytes)}, limits.MaxObjects, "it")
+	if errors.Is(err, errInflatesTooFar) {
+		return nil, failure.New(ReasonStoredRenderTooLarge, nil, "it inflates past the limit of %d bytes (--max-render-bytes)", limits.MaxBytes)
 	}
-	if len(raw) > maxBytes {
-		return nil, fmt.Errorf("%w: past %d bytes", errInflatesTooFar, maxBytes)
-	}
-	// utiljson keeps integers int64, as the decoders of unstructured do.
-	var items []any
-	if err := utiljson.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("not a JSON array: %w", err)
-	}
-	objects := make([]*unstructured.Unstructured, len(items))
-	for i, item := range items {
-		obj, ok := item.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("item %d is not an object", i)
-		}
-		objects[i] = &unstructured.Unstructured{Object: obj}
-	}
-	return objects, nil
+	return objects, err
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // defaultValuesKey is the key of a valuesFrom entry that names none.
@@ -24,7 +25,7 @@ const defaultValuesKey = "values.yaml"
 //
 // Only charts read values: a Release whose source holds plain manifests does
 // not read its valuesFrom objects at all, so a missing one does not fail it.
-func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) (map[string]any, *Error) {
+func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) (map[string]any, *failure.Error) {
 	vals := map[string]any{}
 	content := release.Spec.Content
 	if content == nil {
@@ -48,16 +49,16 @@ func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) 
 			if ref.Kind == "Secret" {
 				// YAML errors can quote the text they failed on: keep
 				// Secret data out of the message and out of Err.
-				return nil, errorf(ReasonValuesInvalid, errors.New("not a YAML map of values (details withheld: Secret data)"), "%s", where)
+				return nil, failure.New(ReasonValuesInvalid, errors.New("not a YAML map of values (details withheld: Secret data)"), "%s", where)
 			}
-			return nil, errorf(ReasonValuesInvalid, perr, "%s is not a YAML map of values", where)
+			return nil, failure.New(ReasonValuesInvalid, perr, "%s is not a YAML map of values", where)
 		}
 		vals = loader.MergeMaps(vals, m)
 	}
 	if content.Values != nil && len(bytes.TrimSpace(content.Values.Raw)) > 0 {
 		m, err := loader.LoadValues(bytes.NewReader(content.Values.Raw))
 		if err != nil {
-			return nil, errorf(ReasonValuesInvalid, err, "spec.content.values is not a map of values")
+			return nil, failure.New(ReasonValuesInvalid, err, "spec.content.values is not a map of values")
 		}
 		vals = loader.MergeMaps(vals, m)
 	}
@@ -66,7 +67,7 @@ func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) 
 
 // valuesData reads the raw values of one valuesFrom entry. It returns nil
 // data and no error for an optional entry whose object or key is missing.
-func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref convoyv1alpha1.ValuesReference) ([]byte, *Error) {
+func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref convoyv1alpha1.ValuesReference) ([]byte, *failure.Error) {
 	key := ref.Key
 	if key == "" {
 		key = defaultValuesKey
@@ -92,7 +93,7 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 			data, found = s.Data[key]
 		}
 	default:
-		return nil, errorf(ReasonValuesInvalid, nil, "valuesFrom %d: kind %q is neither ConfigMap nor Secret", i, ref.Kind)
+		return nil, failure.New(ReasonValuesInvalid, nil, "valuesFrom %d: kind %q is neither ConfigMap nor Secret", i, ref.Kind)
 	}
 
 	switch {
@@ -100,16 +101,16 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 		if ref.Optional {
 			return nil, nil
 		}
-		return nil, errorQuiet(ReasonValuesNotFound, err, "%s not found", what)
+		return nil, failure.Quiet(ReasonValuesNotFound, err, "%s not found", what)
 	case apierrors.IsForbidden(err):
-		return nil, errorf(ReasonInputForbidden, err, "%s may not be read", what)
+		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", what)
 	case err != nil:
-		return nil, errorf(ReasonInputUnavailable, err, "%s could not be read", what)
+		return nil, failure.New(ReasonInputUnavailable, err, "%s could not be read", what)
 	case !found:
 		if ref.Optional {
 			return nil, nil
 		}
-		return nil, errorf(ReasonValuesNotFound, nil, "%s has no key %s", what, key)
+		return nil, failure.New(ReasonValuesNotFound, nil, "%s has no key %s", what, key)
 	}
 	if data == nil {
 		data = []byte{} // present but empty: no values, not "missing"

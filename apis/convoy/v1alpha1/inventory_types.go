@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // +genclient
@@ -65,6 +66,11 @@ func (k ObjectKey) Describe() string {
 		return kind + " " + k.Name
 	}
 	return kind + " " + k.Namespace + "/" + k.Name
+}
+
+// ObjectKeyOf is the key of obj, which names it in messages (Describe).
+func ObjectKeyOf(obj *unstructured.Unstructured) ObjectKey {
+	return ObjectKey{Group: obj.GroupVersionKind().Group, Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // InventoryEntry is one object the controller applied.

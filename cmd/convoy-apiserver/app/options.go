@@ -17,7 +17,6 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -58,32 +57,10 @@ type Options struct {
 	// KubeAPIQPS and KubeAPIBurst limit the client of that cluster.
 	KubeAPIQPS   float32
 	KubeAPIBurst int
-	// Resync is the resync period of the informers.
-	Resync time.Duration
 
-	// Target are the client settings of the target clusters.
-	Target cluster.Options
-	// DriftWorkers is how many Releases the drift loop checks at once.
-	DriftWorkers int
-	// CompareWorkers is how many objects of one Release are compared at once.
-	CompareWorkers int
-	// HealthWorkers is how many Releases the health loop assesses at once.
-	HealthWorkers int
-	// CELCostLimit bounds the cost of one evaluation of a health rule.
-	CELCostLimit uint64
-	// Render bounds every render.
-	Render render.Limits
-	// RenderConcurrency is how many charts are templated at once.
-	RenderConcurrency int
-	// Cache, CacheMaxAge and RenderCacheBytes: see apiserver.ExtraConfig.
-	Cache            bool
-	CacheMaxAge      time.Duration
-	RenderCacheBytes int
-	// LeaderElection elects the replica that runs the loops.
-	LeaderElection componentbaseconfig.LeaderElectionConfiguration
-
-	// restConfig is set by Complete.
-	restConfig *rest.Config
+	// ExtraConfig holds the settings of the engines and loops that the flags
+	// set; its KubeConfig is set by Complete.
+	apiserver.ExtraConfig
 }
 
 // NewOptions returns Options with the defaults of convoy-apiserver.
@@ -97,31 +74,33 @@ func NewOptions() *Options {
 		Logs:           logs.NewOptions(),
 		KubeAPIQPS:     200,
 		KubeAPIBurst:   400,
-		Resync:         2 * time.Minute,
-		Target: cluster.Options{
-			QPS: cluster.DefaultQPS, Burst: cluster.DefaultBurst, Timeout: cluster.DefaultTimeout,
-			DefaultServiceAccount: cluster.DefaultServiceAccount,
-			ListFreshness:         cluster.DefaultListFreshness,
-		},
-		Cache:            true,
-		CacheMaxAge:      compare.DefaultCacheMaxAge,
-		RenderCacheBytes: desired.DefaultRenderCacheBytes,
-		DriftWorkers:     4,
-		CompareWorkers:   compare.DefaultWorkers,
-		HealthWorkers:    4,
-		CELCostLimit:     health.DefaultCostLimit,
-		Render: render.Limits{
-			Timeout: render.DefaultTimeout, MaxObjects: render.DefaultMaxObjects, MaxBytes: render.DefaultMaxBytes,
-		},
-		RenderConcurrency: 4,
-		LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
-			LeaderElect:       true,
-			LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
-			RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
-			RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
-			ResourceLock:      resourcelock.LeasesResourceLock,
-			ResourceName:      "convoy-apiserver",
-			ResourceNamespace: "convoy-system",
+		ExtraConfig: apiserver.ExtraConfig{
+			Resync: 2 * time.Minute,
+			Target: cluster.Options{
+				QPS: cluster.DefaultQPS, Burst: cluster.DefaultBurst, Timeout: cluster.DefaultTimeout,
+				DefaultServiceAccount: cluster.DefaultServiceAccount,
+				ListFreshness:         cluster.DefaultListFreshness,
+			},
+			Cache:            true,
+			CacheMaxAge:      compare.DefaultCacheMaxAge,
+			RenderCacheBytes: desired.DefaultRenderCacheBytes,
+			DriftWorkers:     4,
+			CompareWorkers:   compare.DefaultWorkers,
+			HealthWorkers:    4,
+			CELCostLimit:     health.DefaultCostLimit,
+			Render: render.Limits{
+				Timeout: render.DefaultTimeout, MaxObjects: render.DefaultMaxObjects, MaxBytes: render.DefaultMaxBytes,
+			},
+			RenderConcurrency: 4,
+			LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
+				LeaderElect:       true,
+				LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
+				RenewDeadline:     metav1.Duration{Duration: 10 * time.Second},
+				RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
+				ResourceLock:      resourcelock.LeasesResourceLock,
+				ResourceName:      "convoy-apiserver",
+				ResourceNamespace: "convoy-system",
+			},
 		},
 	}
 	o.SecureServing.BindPort = 6443
@@ -199,7 +178,7 @@ func (o *Options) Complete() error {
 	}
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	cfg.UserAgent = apiserver.Name
-	o.restConfig = cfg
+	o.KubeConfig = cfg
 
 	if o.Kubeconfig != "" {
 		if o.Authentication.RemoteKubeConfigFile == "" {
@@ -254,7 +233,7 @@ func (o *Options) Validate() error {
 
 // Config turns the options into the server's configuration.
 func (o *Options) Config() (*apiserver.Config, error) {
-	kubeClient, err := kubernetes.NewForConfig(o.restConfig)
+	kubeClient, err := kubernetes.NewForConfig(o.KubeConfig)
 	if err != nil {
 		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
 	}
@@ -277,21 +256,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 	if err := o.Features.ApplyTo(generic, kubeClient, nil); err != nil {
 		return nil, err
 	}
-	config.Extra = apiserver.ExtraConfig{
-		KubeConfig:        o.restConfig,
-		Target:            o.Target,
-		Resync:            o.Resync,
-		DriftWorkers:      o.DriftWorkers,
-		CompareWorkers:    o.CompareWorkers,
-		HealthWorkers:     o.HealthWorkers,
-		CELCostLimit:      o.CELCostLimit,
-		Render:            o.Render,
-		RenderConcurrency: o.RenderConcurrency,
-		Cache:             o.Cache,
-		CacheMaxAge:       o.CacheMaxAge,
-		RenderCacheBytes:  o.RenderCacheBytes,
-		LeaderElection:    o.LeaderElection,
-	}
+	config.Extra = o.ExtraConfig
 	return config, nil
 }
 

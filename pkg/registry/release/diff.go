@@ -2,9 +2,7 @@ package release
 
 import (
 	"context"
-	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -22,9 +20,8 @@ import (
 // It also lists the extraObjects: the ReleaseInventory's entries that the
 // render does not contain and that still exist (drift.Report.ExtraObjects).
 type DiffREST struct {
-	releases    convoyclient.ReleasesGetter
-	inventories convoyclient.ReleaseInventoriesGetter
-	checker     *drift.Checker
+	releases convoyclient.ReleasesGetter
+	checker  *drift.Checker
 	rest.TableConvertor
 }
 
@@ -34,8 +31,8 @@ var (
 )
 
 // NewDiffREST returns the storage of releases/diff.
-func NewDiffREST(releases convoyclient.ReleasesGetter, inventories convoyclient.ReleaseInventoriesGetter, checker *drift.Checker) *DiffREST {
-	return &DiffREST{releases: releases, inventories: inventories, checker: checker, TableConvertor: diffTable}
+func NewDiffREST(releases convoyclient.ReleasesGetter, checker *drift.Checker) *DiffREST {
+	return &DiffREST{releases: releases, checker: checker, TableConvertor: diffTable}
 }
 
 // New implements rest.Storage.
@@ -59,27 +56,20 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 	if err != nil {
 		return nil, err
 	}
-	report, err := r.checker.Check(ctx, release, ref)
+	report, err := r.checker.Check(ctx, release, drift.Options{Render: ref, ExtraObjects: true})
 	if err != nil {
-		return nil, resolveError(release, ref, err)
+		return nil, statusOf(release, ref, err)
 	}
 	diff := &subresourcesv1alpha1.ReleaseDiff{
-		ObjectMeta: metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},
-		Result:     report.Result.Result,
-		Reason:     report.Reason,
-		Message:    report.Message,
-		Objects:    report.Objects,
+		ObjectMeta:   metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},
+		Result:       report.Result.Result,
+		Reason:       report.Reason,
+		Message:      report.Message,
+		Objects:      report.Objects,
+		ExtraObjects: report.ExtraObjects,
 	}
 	if report.Desired != nil {
 		diff.RenderRef, diff.RenderSource = report.Desired.Ref, report.Desired.Source
-		inv, err := r.inventories.ReleaseInventories(release.Namespace).Get(ctx, release.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err): // not applied yet: nothing to prune
-		case err != nil:
-			return nil, apierrors.NewInternalError(fmt.Errorf("reading inventory %s/%s: %w", release.Namespace, release.Name, err))
-		default:
-			diff.ExtraObjects = report.ExtraObjects(ctx, inv.Spec.Entries)
-		}
 	}
 	return diff, nil
 }

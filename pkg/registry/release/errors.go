@@ -2,7 +2,6 @@ package release
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -11,9 +10,9 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
@@ -27,40 +26,50 @@ const (
 	ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
 )
 
-// resolveError turns an error of cluster.Targets or desired.Resolver into a
-// Status a client can read: 422 IdentityForbidden when the Release's
-// identity may not read what it needs, 422 with the cluster's reason when
-// the target cluster cannot be had, 404 for a render that is not stored, 422
-// RenderFailed with the cause for a render that fails, 503 when its inputs
-// cannot be read just now, 500 with the message for anything else.
-func resolveError(release *convoyv1alpha1.Release, ref string, err error) error {
-	var renderErr *render.Error
-	var clusterErr *cluster.Error
+// statusOf maps the reason of a failure of pkg/drift (classified there) to
+// a Status a client can read:
+//
+//   - Forbidden: 422 IdentityForbidden (the Release's identity was refused,
+//     not the user asking);
+//   - RenderNotStored: 404;
+//   - RenderFailed: 422 with the render's reason as the cause, or 503 when
+//     the render's inputs could not be read just now (InputUnavailable);
+//   - ClusterUnreachable: 503;
+//   - InternalError, and an error without a reason: 500;
+//   - any other reason (ClusterNotFound, ClusterConfigInvalid,
+//     AddressNotAllowed, the limits of a render): 422 with that reason.
+func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 	id := release.Namespace + "/" + release.Name
-	switch {
-	case apierrors.IsForbidden(err) || errors.As(err, &clusterErr) && clusterErr.Reason == cluster.ReasonForbidden:
-		return releaseStatus(release, http.StatusUnprocessableEntity, ReasonIdentityForbidden,
-			fmt.Sprintf("release %s: the identity it acts as was refused: %v", id, err))
-	case errors.As(err, &clusterErr):
-		return releaseStatus(release, http.StatusUnprocessableEntity, metav1.StatusReason(clusterErr.Reason),
-			fmt.Sprintf("release %s: %s", id, clusterErr.Message))
-	case errors.Is(err, render.ErrNotStored):
-		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("render %s is not in the render store of release %s", ref, id))
-	case errors.As(err, &renderErr) && render.IsLimit(renderErr.Reason):
-		return releaseStatus(release, http.StatusUnprocessableEntity, metav1.StatusReason(renderErr.Reason),
-			fmt.Sprintf("rendering release %s: %s", id, renderErr.Message))
-	case errors.As(err, &renderErr) && renderErr.Reason == render.ReasonInputUnavailable:
-		// The inputs could not be read just now: not the Release's fault.
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("rendering release %s: %s", id, renderErr.Message))
-	case errors.As(err, &renderErr):
-		status := releaseStatus(release, http.StatusUnprocessableEntity, ReasonRenderFailed,
-			fmt.Sprintf("rendering release %s failed (%s): %s", id, renderErr.Reason, renderErr.Message))
-		status.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseType(renderErr.Reason), Message: renderErr.Message}}
-		return status
-	default:
+	f, ok := failure.As(err)
+	if !ok {
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, err))
 	}
+	switch f.Reason {
+	case failure.ReasonForbidden:
+		return releaseStatus(release, http.StatusUnprocessableEntity, ReasonIdentityForbidden,
+			fmt.Sprintf("release %s: the identity it acts as was refused: %s", id, f.Message))
+	case drift.ReasonRenderNotStored:
+		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
+			fmt.Sprintf("render %s is not in the render store of release %s", ref, id))
+	case drift.ReasonRenderFailed:
+		cause, ok := failure.As(f.Err)
+		switch {
+		case !ok:
+			return apierrors.NewInternalError(fmt.Errorf("rendering release %s: %w", id, f))
+		case cause.Reason == render.ReasonInputUnavailable:
+			// The inputs could not be read just now: not the Release's fault.
+			return apierrors.NewServiceUnavailable(fmt.Sprintf("rendering release %s: %s", id, cause.Message))
+		}
+		status := releaseStatus(release, http.StatusUnprocessableEntity, ReasonRenderFailed,
+			fmt.Sprintf("rendering release %s failed (%s): %s", id, cause.Reason, cause.Message))
+		status.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseType(cause.Reason), Message: cause.Message}}
+		return status
+	case compare.ReasonClusterUnreachable:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("release %s: %s", id, f.Message))
+	case failure.ReasonInternalError:
+		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, f))
+	}
+	return releaseStatus(release, http.StatusUnprocessableEntity, metav1.StatusReason(f.Reason), fmt.Sprintf("release %s: %s", id, f.Message))
 }
 
 // releaseStatus is a failure Status about release.
@@ -80,6 +89,6 @@ func releaseStatus(release *convoyv1alpha1.Release, code int32, reason metav1.St
 // the aggregator sees as an unavailable service.
 func recoverAsInternalError(ctx context.Context, err *error) {
 	if r := recover(); r != nil {
-		*err = apierrors.NewInternalError(errors.New(compare.Panicked(ctx, r)))
+		*err = apierrors.NewInternalError(failure.Recovered(ctx, r))
 	}
 }

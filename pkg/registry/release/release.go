@@ -1,19 +1,26 @@
 // Package release holds the REST storage of the aggregated group
 // subresources.convoy.kumodo.io: the stub releases parent and its
-// subresources. The engines behind them live in plain packages (pkg/sync,
-// pkg/desired, pkg/compare, pkg/inventory) that the observer's loops share.
+// subresources. The engines behind them live in plain packages that the
+// observer's loops share: /diff and /preview talk to pkg/drift only, /health
+// reads through pkg/inventory, /sync records through pkg/syncrequest.
 package release
 
 import (
+	"context"
+	"fmt"
+	"regexp"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
-	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -22,8 +29,6 @@ import (
 type Engines struct {
 	Releases    convoyclient.ReleasesGetter
 	Inventories convoyclient.ReleaseInventoriesGetter
-	Targets     cluster.Targets
-	Render      *render.Engine
 	Checker     *drift.Checker
 	Redactor    *redact.Redactor
 	Requester   *syncrequest.Requester
@@ -34,9 +39,9 @@ type Engines struct {
 func Storage(e Engines) map[string]rest.Storage {
 	return map[string]rest.Storage{
 		"releases":         &REST{},
-		"releases/diff":    NewDiffREST(e.Releases, e.Inventories, e.Checker),
+		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
 		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
-		"releases/preview": NewPreviewREST(e.Releases, e.Targets, e.Render, e.Redactor),
+		"releases/preview": NewPreviewREST(e.Releases, e.Checker, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
 	}
 }
@@ -63,3 +68,28 @@ func (*REST) NamespaceScoped() bool { return true }
 
 // GetSingularName implements rest.SingularNameProvider.
 func (*REST) GetSingularName() string { return "release" }
+
+var renderRefPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// getRelease reads the Release of the request and the ?render= option.
+func getRelease(ctx context.Context, releases convoyclient.ReleasesGetter, name string, options runtime.Object) (*convoyv1alpha1.Release, string, error) {
+	opts, ok := options.(*subresourcesv1alpha1.ReleaseRenderOptions)
+	if !ok {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("unexpected options %T", options))
+	}
+	if opts.Render != "" && !renderRefPattern.MatchString(opts.Render) {
+		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("render=%q is not a renderRef (16 lower-case hex digits)", opts.Render))
+	}
+	namespace, ok := genericapirequest.NamespaceFrom(ctx)
+	if !ok || namespace == "" {
+		return nil, "", apierrors.NewBadRequest("a namespace is required")
+	}
+	release, err := releases.Releases(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", apierrors.NewNotFound(subresourcesv1alpha1.Resource("releases"), name)
+	}
+	if err != nil {
+		return nil, "", apierrors.NewInternalError(fmt.Errorf("reading release %s/%s: %w", namespace, name, err))
+	}
+	return release, opts.Render, nil
+}
