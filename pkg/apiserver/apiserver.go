@@ -167,7 +167,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding this program, to template charts in children of it: %w", err)
 	}
-	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render.MaxBytes), x.Render)
+	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render)
 	redactor := redact.New()
 	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
 	if x.Cache {

@@ -34,6 +34,7 @@ func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Rele
 	}
 	return r.engine.charts.Template(ctx, ChartRequest{
 		Where: where, Chart: tgz, Values: vals, Name: release.Name, Namespace: targetNamespace(release),
+		MaxObjects: r.engine.limits.MaxObjects,
 	})
 }
 
@@ -48,6 +49,9 @@ type ChartRequest struct {
 	// Name and Namespace are the release name and namespace Helm renders with.
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
+	// MaxObjects is the most objects the chart may give: the templating
+	// stops with TooManyObjects at the first object past it.
+	MaxObjects int `json:"maxObjects"`
 }
 
 // templateChart templates a packaged Helm chart the way `helm template
@@ -124,19 +128,30 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 	}
 
 	var objs []*unstructured.Unstructured
+	add := func(got []*unstructured.Unstructured) *failure.Error {
+		objs = append(objs, got...)
+		if req.MaxObjects > 0 && len(objs) > req.MaxObjects {
+			return failure.New(ReasonTooManyObjects, nil, "%s: the chart holds more objects than the limit of %d (--max-render-objects)", where, req.MaxObjects)
+		}
+		return nil
+	}
 	for _, crd := range ch.CRDObjects() {
 		got, perr := parseFile(fmt.Sprintf("%s: chart file %s", where, crd.Filename), crd.Filename, crd.File.Data)
 		if perr != nil {
 			return nil, perr
 		}
-		objs = append(objs, got...)
+		if ferr := add(got); ferr != nil {
+			return nil, ferr
+		}
 	}
 	for _, m := range manifests {
 		got, perr := parseManifest(m)
 		if perr != nil {
 			return nil, failure.New(ReasonManifestInvalid, perr, "%s: chart template %s", where, m.Name)
 		}
-		objs = append(objs, got...)
+		if ferr := add(got); ferr != nil {
+			return nil, ferr
+		}
 	}
 	return objs, nil
 }

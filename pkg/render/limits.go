@@ -26,6 +26,9 @@ const (
 	// ReasonStoredRenderTooLarge: a stored render inflates past
 	// Limits.MaxBytes (--max-render-bytes).
 	ReasonStoredRenderTooLarge = "StoredRenderTooLarge"
+	// ReasonRenderMemoryExceeded: templating a chart needed more memory
+	// than Limits.Memory (--render-memory-limit); its process was stopped.
+	ReasonRenderMemoryExceeded = "RenderMemoryExceeded"
 )
 
 // ReasonStoredRenderInvalid: a render-store Secret that is not a render
@@ -37,7 +40,7 @@ const ReasonStoredRenderInvalid = "StoredRenderInvalid"
 // Limits.
 func IsLimit(reason string) bool {
 	switch reason {
-	case ReasonRenderTimeout, ReasonTooManyObjects, ReasonRenderTooLarge, ReasonStoredRenderTooLarge:
+	case ReasonRenderTimeout, ReasonTooManyObjects, ReasonRenderTooLarge, ReasonStoredRenderTooLarge, ReasonRenderMemoryExceeded:
 		return true
 	}
 	return false
@@ -48,6 +51,7 @@ const (
 	DefaultTimeout    = 30 * time.Second
 	DefaultMaxObjects = 5000
 	DefaultMaxBytes   = 32 << 20
+	DefaultMemory     = 256 << 20
 )
 
 // Limits bound the work of one render, so that one Release cannot hold a
@@ -63,6 +67,14 @@ type Limits struct {
 	// templating may output and what a stored render may inflate to
 	// (--max-render-bytes, default 32 MiB).
 	MaxBytes int
+	// Memory bounds the memory of the process that templates one chart
+	// (--render-memory-limit, default 256 MiB): RLIMIT_DATA, which counts
+	// the Go heap and every private writable mapping, so it bounds the real
+	// memory the process can take. About 85 MiB of it are the Go runtime's
+	// and the binary's own; 256 MiB template about 20,000 ConfigMaps
+	// (a render of about 9 MB of JSON); a render near the 32 MiB of
+	// MaxBytes needs about 450 MiB.
+	Memory int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -74,6 +86,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.Memory <= 0 {
+		l.Memory = DefaultMemory
 	}
 	return l
 }

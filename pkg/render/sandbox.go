@@ -10,11 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -27,46 +27,53 @@ const ChildArg = "__convoy-render-chart"
 // of a crash.
 const maxStderr = 4 << 10
 
+// memoryLimitEnv carries a child's memory limit, in bytes, from the Sandbox
+// to RunChild.
+const memoryLimitEnv = "CONVOY_RENDER_MEMORY_LIMIT"
+
+// gcHeadroom is how far under its memory limit a child's Go runtime starts
+// collecting hard (GOMEMLIMIT): the runtime never unmaps its heap, so
+// without headroom a child would die of garbage it could have collected.
+const gcHeadroom = 96 << 20
+
 // Sandbox templates charts in child processes: Helm's template engine does
 // not stop at a deadline, so a chart whose templates loop for ever would keep
 // a core busy past every timeout. A child is killed when the render's
 // context ends (the render timeout, --render-timeout), which really stops
 // the work. At most concurrency children run at once, for the loops and the
 // subresources together; a render waits for a slot within its timeout. A
-// child's output is bounded by the Engine's MaxBytes (twice: it is JSON with
-// its own escaping), its memory by a soft limit of its Go runtime.
+// child's output is bounded by the Limits' MaxBytes (twice: it is JSON with
+// its own escaping) and decoded one object at a time up to MaxObjects; its
+// memory by Limits.Memory, a limit the kernel enforces (RLIMIT_DATA, which
+// the child sets on itself before it reads anything).
 type Sandbox struct {
 	path      string
 	slots     chan struct{}
+	limits    Limits
 	maxOutput int64
-	memLimit  int64
 }
 
 // NewSandbox returns a Sandbox that runs the program at path (the running
 // convoy-apiserver, os.Executable) with ChildArg, at most concurrency at a
-// time, and reads at most 2×maxBytes of output from each.
-func NewSandbox(path string, concurrency, maxBytes int) *Sandbox {
+// time, within limits (zero fields take their defaults).
+func NewSandbox(path string, concurrency int, limits Limits) *Sandbox {
 	if concurrency <= 0 {
 		concurrency = 1
 	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
+	limits = limits.withDefaults()
 	return &Sandbox{
 		path:      path,
 		slots:     make(chan struct{}, concurrency),
-		maxOutput: 2 * int64(maxBytes),
-		// The chart, its values, Helm and the rendered objects, many times
-		// over; the child is not trusted to stay within it, only helped.
-		memLimit: 16 * int64(maxBytes),
+		limits:    limits,
+		maxOutput: 2 * int64(limits.MaxBytes),
 	}
 }
 
-// chartResponse is what a child writes back.
-type chartResponse struct {
-	Objects []json.RawMessage `json:"objects,omitempty"`
-	Reason  string            `json:"reason,omitempty"`
-	Message string            `json:"message,omitempty"`
+// chartError is what a child writes back when the chart fails; else it
+// writes the JSON array of the objects.
+type chartError struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // Template implements ChartRunner: it templates req in a child process.
@@ -85,7 +92,12 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 	cmd := exec.CommandContext(ctx, s.path, ChildArg)
 	cmd.Stdin = bytes.NewReader(in)
 	// Nothing of the server's environment: a chart has no business with it.
-	cmd.Env = []string{"GOMEMLIMIT=" + fmt.Sprint(s.memLimit), "GOTRACEBACK=single"}
+	memory := int64(s.limits.Memory)
+	cmd.Env = []string{
+		memoryLimitEnv + "=" + strconv.FormatInt(memory, 10),
+		"GOMEMLIMIT=" + strconv.FormatInt(max(memory-gcHeadroom, memory/2), 10),
+		"GOTRACEBACK=single",
+	}
 	cmd.Dir = os.TempDir()
 	var stderr limitedBuffer
 	stderr.limit = maxStderr
@@ -109,13 +121,27 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 		return nil, s.stopped(ctx, what)
 	}
 	if readErr != nil || waitErr != nil {
+		tail := strings.TrimSpace(stderr.String())
+		if outOfMemory(tail) {
+			return nil, failure.New(ReasonRenderMemoryExceeded, nil,
+				"%s used more than the render memory limit of %d bytes (--render-memory-limit) and was stopped", what, s.limits.Memory)
+		}
 		msg := what + ": the render process failed"
-		if tail := strings.TrimSpace(stderr.String()); tail != "" {
+		if tail != "" {
 			msg += ": " + tail
 		}
 		return nil, failure.New(ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
 	}
-	return decodeResponse(req.Where, out)
+	return decodeResponse(req.Where, out, req.MaxObjects)
+}
+
+// outOfMemory says whether the standard error of a child that failed is
+// the Go runtime's fatal error for a memory limit it reached ("fatal error:
+// runtime: out of memory", "fatal error: runtime: cannot allocate memory",
+// "fatal error: out of memory allocating heap arena metadata", ...).
+func outOfMemory(stderr string) bool {
+	return strings.Contains(stderr, "fatal error: ") &&
+		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"))
 }
 
 // stopped is the error of a render whose context ended.
@@ -126,49 +152,55 @@ func (s *Sandbox) stopped(ctx context.Context, what string) *failure.Error {
 	return failure.New(ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
 }
 
-// decodeResponse turns what a child wrote into objects or its error.
-func decodeResponse(where string, out []byte) ([]*unstructured.Unstructured, *failure.Error) {
-	var resp chartResponse
-	if err := json.Unmarshal(out, &resp); err != nil {
-		return nil, failure.New(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
-	}
-	if resp.Reason != "" {
+// decodeResponse turns what a child wrote into objects or its error,
+// decoding the objects one at a time up to maxObjects.
+func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.Unstructured, *failure.Error) {
+	trimmed := bytes.TrimSpace(out)
+	if len(trimmed) > 0 && trimmed[0] == '{' {
+		var resp chartError
+		if err := json.Unmarshal(trimmed, &resp); err != nil || resp.Reason == "" {
+			return nil, failure.New(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
+		}
 		return nil, &failure.Error{Reason: resp.Reason, Message: resp.Message}
 	}
-	objs := make([]*unstructured.Unstructured, 0, len(resp.Objects))
-	for i, raw := range resp.Objects {
-		var obj map[string]any
-		// utiljson keeps integers int64, as the decoders of unstructured do.
-		if err := utiljson.Unmarshal(raw, &obj); err != nil {
-			return nil, failure.New(ReasonTemplateFailed, err, "%s: object %d of the render process", where, i)
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: obj})
+	objs, err := decodeObjects(bytes.NewReader(trimmed), maxObjects, where+": the chart")
+	if f, ok := failure.As(err); ok {
+		return nil, f
+	}
+	if err != nil {
+		return nil, failure.New(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
 	}
 	return objs, nil
 }
 
-// RunChild is the child of a Sandbox: it reads a ChartRequest from in,
-// templates it in this process and writes the objects or the error to out.
-// It returns the process's exit code.
+// RunChild is the child of a Sandbox: it limits its own memory to what the
+// Sandbox says (RLIMIT_DATA, before it reads anything), reads a ChartRequest
+// from in, templates it in this process and writes the JSON array of the
+// objects, or the error, to out. It returns the process's exit code.
 func RunChild(in io.Reader, out io.Writer) int {
 	debug.SetTraceback("single")
-	var req ChartRequest
-	resp := chartResponse{}
-	if err := json.NewDecoder(in).Decode(&req); err != nil {
-		resp.Reason, resp.Message = ReasonTemplateFailed, "reading the render request: "+err.Error()
-	} else if objs, rerr := templateChart(context.Background(), req); rerr != nil {
-		resp.Reason, resp.Message = rerr.Reason, rerr.Message
-	} else {
-		for _, o := range objs {
-			raw, err := json.Marshal(o.Object)
-			if err != nil {
-				resp = chartResponse{Reason: ReasonManifestInvalid, Message: fmt.Sprintf("%s: object does not encode to JSON: %v", req.Where, err)}
-				break
-			}
-			resp.Objects = append(resp.Objects, raw)
-		}
+	if err := limitMemory(os.Getenv(memoryLimitEnv)); err != nil {
+		fmt.Fprintln(os.Stderr, "limiting the memory of the render process:", err)
+		return 1
 	}
-	if err := json.NewEncoder(out).Encode(resp); err != nil {
+	var req ChartRequest
+	var answer any
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		answer = chartError{Reason: ReasonTemplateFailed, Message: "reading the render request: " + err.Error()}
+	} else if objs, rerr := templateChart(context.Background(), req); rerr != nil {
+		answer = chartError{Reason: rerr.Reason, Message: rerr.Message}
+	} else {
+		items := make([]map[string]any, len(objs))
+		for i, o := range objs {
+			items[i] = o.Object
+		}
+		answer = items
+	}
+	data, err := json.Marshal(answer)
+	if err != nil {
+		data, _ = json.Marshal(chartError{Reason: ReasonManifestInvalid, Message: fmt.Sprintf("%s: the objects do not encode to JSON: %v", req.Where, err)})
+	}
+	if _, err := out.Write(data); err != nil {
 		fmt.Fprintln(os.Stderr, "writing the render response:", err)
 		return 1
 	}

@@ -35,7 +35,7 @@ func sandboxed(t *testing.T, concurrency int, limits Limits, objs ...runtime.Obj
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	engine := NewEngine(NewSandbox(exe, concurrency, limits.withDefaults().MaxBytes), limits)
+	engine := NewEngine(NewSandbox(exe, concurrency, limits), limits)
 	return engine.Renderer(ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
 }
 
@@ -115,7 +115,7 @@ func TestSandboxStopsARunawayTemplate(t *testing.T) {
 func TestSandboxSlots(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	engine := NewEngine(NewSandbox(exe, 1, DefaultMaxBytes), Limits{Timeout: 2 * time.Second})
+	engine := NewEngine(NewSandbox(exe, 1, Limits{}), Limits{Timeout: 2 * time.Second})
 	client := fake.NewClientset(chartConfigMap("runaway", runaway(t)), chartConfigMap("small", buildChart(t, "mychart", testChartFiles())))
 	r := engine.Renderer(ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
 	var wg sync.WaitGroup
@@ -141,8 +141,56 @@ func TestSandboxBoundsItsOutput(t *testing.T) {
 }
 
 func TestSandboxChildThatFails(t *testing.T) {
-	engine := NewEngine(NewSandbox("/bin/false", 1, DefaultMaxBytes), Limits{})
+	engine := NewEngine(NewSandbox("/bin/false", 1, Limits{}), Limits{})
 	r := engine.Renderer(ClientInputs{Client: fake.NewClientset(chartConfigMap("src", runaway(t)))}, MapperScoper{Mapper: testMapper()})
 	rerr := renderErr(t, r, release("src"), ReasonTemplateFailed)
 	assert.Contains(t, rerr.Message, "the render process failed")
+}
+
+// A chart that needs more memory than --render-memory-limit is stopped by
+// the kernel (RLIMIT_DATA), not only slowed down by its Go runtime: the
+// render fails with a reason of its own and the flag in the message.
+func TestSandboxBoundsItsMemory(t *testing.T) {
+	files := map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: hungry\nversion: 0.1.0\n",
+		// A string that doubles 27 times: 128 MiB, then its copies.
+		"templates/hungry.yaml": "{{- $s := \"x\" }}{{- range until 27 }}{{- $s = print $s $s }}{{- end }}\n" +
+			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hungry}\ndata: {size: \"{{ len $s }}\"}\n",
+	}
+	r := sandboxed(t, 1, Limits{Memory: 192 << 20, Timeout: time.Minute}, chartConfigMap("src", buildChart(t, "hungry", files)))
+	rerr := renderErr(t, r, release("src"), ReasonRenderMemoryExceeded)
+	assert.Contains(t, rerr.Message, "the render memory limit of 201326592 bytes (--render-memory-limit)")
+	assert.True(t, IsLimit(rerr.Reason))
+	assert.Empty(t, children(t))
+
+	// The same chart with room for it renders.
+	renderOK(t, sandboxed(t, 1, Limits{Memory: 1 << 30, Timeout: time.Minute}, chartConfigMap("src", buildChart(t, "hungry", files))), release("src"))
+}
+
+// A chart past --max-render-objects stops at the limit, in the child and
+// when its answer is decoded.
+func TestSandboxCountsObjects(t *testing.T) {
+	files := map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: many\nversion: 0.1.0\n",
+		"templates/many.yaml": "{{- range $i := until 50 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-{{ $i }}}\n{{- end }}\n",
+	}
+	r := sandboxed(t, 1, Limits{MaxObjects: 20}, chartConfigMap("src", buildChart(t, "many", files)))
+	rerr := renderErr(t, r, release("src"), ReasonTooManyObjects)
+	assert.Contains(t, rerr.Message, "more objects than the limit of 20 (--max-render-objects)")
+
+	// A child that answers with more objects than asked is cut at the limit
+	// too.
+	answer := "[" + strings.Repeat(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}},`, 30) + "{}]"
+	_, ferr := decodeResponse("here", []byte(answer), 20)
+	require.NotNil(t, ferr)
+	assert.Equal(t, ReasonTooManyObjects, ferr.Reason)
+	objs, ferr := decodeResponse("here", []byte(answer), 100)
+	require.Nil(t, ferr)
+	assert.Len(t, objs, 31)
+	_, ferr = decodeResponse("here", []byte(`{"reason":"TemplateFailed","message":"boom"}`), 100)
+	require.NotNil(t, ferr)
+	assert.Equal(t, "boom", ferr.Message)
+	_, ferr = decodeResponse("here", []byte(`garbage`), 100)
+	require.NotNil(t, ferr)
+	assert.Equal(t, ReasonTemplateFailed, ferr.Reason)
 }

@@ -76,6 +76,8 @@ var (
 		"--tls-private-key-file=/var/run/serving-cert/tls.key",
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace=convoy-system",
+		"--max-concurrent-renders=4",
+		"--render-memory-limit=268435456",
 		"-v=2",
 	}
 	devArgs = []string{
@@ -281,7 +283,10 @@ func TestDeployRender(t *testing.T) {
 	assert.Equal(t, "100m", c.Resources.Requests.Cpu().String())
 	assert.Equal(t, "128Mi", c.Resources.Requests.Memory().String())
 	assert.False(t, c.Resources.Limits.Memory().IsZero(), "a memory limit")
-	// GOMEMLIMIT, the Go runtime's soft limit, about 10% under it.
+	// GOMEMLIMIT, the Go runtime's soft limit of the server, about 10% under
+	// what the chart processes leave of the memory limit: each of the
+	// --max-concurrent-renders may take --render-memory-limit in the same
+	// container.
 	var goMemLimit string
 	for _, e := range c.Env {
 		if e.Name == "GOMEMLIMIT" {
@@ -291,9 +296,22 @@ func TestDeployRender(t *testing.T) {
 	require.True(t, strings.HasSuffix(goMemLimit, "MiB"), "GOMEMLIMIT %q in MiB", goMemLimit)
 	mib, err := strconv.ParseInt(strings.TrimSuffix(goMemLimit, "MiB"), 10, 64)
 	require.NoError(t, err)
-	limit := c.Resources.Limits.Memory().Value()
-	assert.Less(t, mib<<20, limit, "GOMEMLIMIT under the memory limit")
-	assert.Greater(t, mib<<20, limit*8/10, "GOMEMLIMIT within 20%% of the memory limit")
+	renders, renderMemory := int64(-1), int64(-1)
+	for _, a := range c.Args {
+		if v, ok := strings.CutPrefix(a, "--max-concurrent-renders="); ok {
+			renders, err = strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+		}
+		if v, ok := strings.CutPrefix(a, "--render-memory-limit="); ok {
+			renderMemory, err = strconv.ParseInt(v, 10, 64)
+			require.NoError(t, err)
+		}
+	}
+	require.Positive(t, renders, "the Deployment says how many renders run at once")
+	require.Positive(t, renderMemory, "and how much memory each may take")
+	limit := c.Resources.Limits.Memory().Value() - renders*renderMemory
+	assert.Less(t, mib<<20, limit, "GOMEMLIMIT under what the renders leave of the memory limit")
+	assert.Greater(t, mib<<20, limit*8/10, "GOMEMLIMIT within 20%% of what the renders leave")
 
 	// Non-root, read-only root filesystem, nothing extra.
 	sc := c.SecurityContext

@@ -42,6 +42,9 @@ func init() {
 	utilruntime.Must(logsapi.AddFeatureGates(utilfeature.DefaultMutableFeatureGate))
 }
 
+// minRenderMemory is the least --render-memory-limit.
+const minRenderMemory = 128 << 20
+
 // Options are the flags of convoy-apiserver.
 type Options struct {
 	SecureServing  *genericoptions.SecureServingOptionsWithLoopback
@@ -90,6 +93,7 @@ func NewOptions() *Options {
 			CELCostLimit:     health.DefaultCostLimit,
 			Render: render.Limits{
 				Timeout: render.DefaultTimeout, MaxObjects: render.DefaultMaxObjects, MaxBytes: render.DefaultMaxBytes,
+				Memory: render.DefaultMemory,
 			},
 			RenderConcurrency: 4,
 			LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
@@ -153,6 +157,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	renders.IntVar(&o.Render.MaxObjects, "max-render-objects", o.Render.MaxObjects, "Most objects a render may hold (TooManyObjects).")
 	renders.IntVar(&o.Render.MaxBytes, "max-render-bytes", o.Render.MaxBytes,
 		"Most bytes of JSON a render may take, and a stored render may inflate to (RenderTooLarge, StoredRenderTooLarge).")
+	renders.IntVar(&o.Render.Memory, "render-memory-limit", o.Render.Memory,
+		"Most bytes of memory the process that templates one chart may take, enforced by the kernel (RLIMIT_DATA); past it the process is stopped (RenderMemoryExceeded). Children at once (--max-concurrent-renders) times this, plus the server's own peak, must fit the container's memory limit.")
 	renders.IntVar(&o.RenderConcurrency, "max-concurrent-renders", o.RenderConcurrency,
 		"Charts templated at once, by the loops and the subresources together; a render waits for a slot within its timeout.")
 
@@ -224,6 +230,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Render.Timeout <= 0 || o.Render.MaxObjects <= 0 || o.Render.MaxBytes <= 0 || o.RenderConcurrency <= 0 {
 		errs = append(errs, fmt.Errorf("--render-timeout, --max-render-objects, --max-render-bytes and --max-concurrent-renders must be positive"))
+	}
+	// The Go runtime and the binary take about 85 MiB of it before the
+	// chart is read.
+	if o.Render.Memory < minRenderMemory {
+		errs = append(errs, fmt.Errorf("--render-memory-limit must be at least %d (128Mi): the render process needs about 85Mi before it reads the chart", minRenderMemory))
 	}
 	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 || o.HealthWorkers <= 0 || o.CELCostLimit == 0 {
 		errs = append(errs, fmt.Errorf("--drift-workers, --compare-workers, --health-workers and --cel-cost-limit must be positive"))

@@ -20,6 +20,7 @@ func TestValidate(t *testing.T) {
 		{name: "no target timeout", change: func(o *Options) { o.Target.Timeout = 0 }, wantErr: "--target-timeout"},
 		{name: "no render timeout", change: func(o *Options) { o.Render.Timeout = 0 }, wantErr: "--render-timeout"},
 		{name: "no render slot", change: func(o *Options) { o.RenderConcurrency = 0 }, wantErr: "--max-concurrent-renders"},
+		{name: "render memory too small", change: func(o *Options) { o.Render.Memory = 64 << 20 }, wantErr: "--render-memory-limit"},
 		{name: "no ServiceAccount", change: func(o *Options) { o.Target.DefaultServiceAccount = "Not_A_Name" }, wantErr: "--default-service-account"},
 		{name: "renew deadline past the lease", change: func(o *Options) { o.LeaderElection.RenewDeadline.Duration = time.Minute }, wantErr: "leader election"},
 		{name: "leader election off ignores its timing", change: func(o *Options) {
@@ -45,7 +46,8 @@ func TestFlags(t *testing.T) {
 	fs := NewOptions().Flags()
 	for _, name := range []string{"kubeconfig", "resync", "target-qps", "target-burst", "target-timeout", "drift-workers",
 		"health-workers", "compare-workers", "cel-cost-limit", "leader-elect", "leader-elect-lease-duration", "secure-port",
-		"default-service-account", "allow-loopback-clusters", "render-timeout", "max-render-objects", "max-render-bytes", "max-concurrent-renders"} {
+		"default-service-account", "allow-loopback-clusters", "render-timeout", "max-render-objects", "max-render-bytes", "max-concurrent-renders",
+		"render-memory-limit"} {
 		found := false
 		for _, set := range fs.FlagSets {
 			if set.Lookup(name) != nil {
