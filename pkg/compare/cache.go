@@ -6,15 +6,14 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/lru"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 )
 
 // DefaultCacheMaxAge is how long a compare is reused at most: every object
@@ -45,17 +44,13 @@ type Located interface {
 // resourceVersion. A compare whose key is unchanged, and younger than the
 // maximum age, is reused without a dry run. It is safe for concurrent use.
 type ResultCache struct {
-	maxAge time.Duration
-	clock  clock.PassiveClock
-
-	mu      sync.Mutex
-	entries *lru.Cache // resultKey → cachedResult
+	entries *agecache.Cache[resultKey, cachedResult]
 }
 
 // NewResultCache returns a ResultCache whose entries are reused for at most
 // maxAge.
 func NewResultCache(maxAge time.Duration, clk clock.PassiveClock) *ResultCache {
-	return &ResultCache{maxAge: maxAge, clock: clk, entries: lru.New(maxCachedResults)}
+	return &ResultCache{entries: agecache.New[resultKey, cachedResult](maxCachedResults, maxAge, clk, nil)}
 }
 
 // resultKey names one object as one identity on one cluster: the SHA-256
@@ -80,7 +75,6 @@ func resultKeyOf(who, cluster string, gvk schema.GroupVersionKind, namespace, na
 type cachedResult struct {
 	desired [sha256.Size]byte
 	rv      string
-	at      int64 // the clock's UnixNano
 	status  subresourcesv1alpha1.ObjectStatus
 	changes []subresourcesv1alpha1.FieldChange
 }
@@ -91,23 +85,11 @@ func (r cachedResult) withOutcome(d subresourcesv1alpha1.ObjectDiff) subresource
 	return d
 }
 
-// young says whether r is younger than the maximum age.
-func (c *ResultCache) young(r cachedResult) bool {
-	return c.clock.Now().UnixNano()-r.at < int64(c.maxAge)
-}
-
 // get returns the compare of key when the desired object and the live
 // resourceVersion are those it was made with, and it is young enough.
 func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (cachedResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.entries.Get(key)
-	if !ok {
-		cacheResults.WithLabelValues("miss").Inc()
-		return cachedResult{}, false
-	}
-	r := v.(cachedResult)
-	if r.desired != desired || r.rv != rv || !c.young(r) {
+	r, ok := c.entries.Get(key)
+	if !ok || r.desired != desired || r.rv != rv {
 		cacheResults.WithLabelValues("miss").Inc()
 		return cachedResult{}, false
 	}
@@ -120,37 +102,21 @@ func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (
 // the caller still has to check): only then is a shared LIST worth asking.
 // It counts neither a hit nor a miss.
 func (c *ResultCache) prior(key resultKey, desired [sha256.Size]byte) (cachedResult, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.entries.Get(key)
-	if !ok {
-		return cachedResult{}, false
-	}
-	r := v.(cachedResult)
-	if r.desired != desired || !c.young(r) {
+	r, ok := c.entries.Get(key)
+	if !ok || r.desired != desired {
 		return cachedResult{}, false
 	}
 	return r, true
 }
 
 func (c *ResultCache) put(key resultKey, desired [sha256.Size]byte, rv string, diff subresourcesv1alpha1.ObjectDiff) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries.Add(key, cachedResult{desired: desired, rv: strings.Clone(rv), at: c.clock.Now().UnixNano(), status: diff.Status, changes: diff.Changes})
+	c.entries.Put(key, cachedResult{desired: desired, rv: strings.Clone(rv), status: diff.Status, changes: diff.Changes})
 }
 
-func (c *ResultCache) forget(key resultKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries.Remove(key)
-}
+func (c *ResultCache) forget(key resultKey) { c.entries.Remove(key) }
 
 // Len returns how many compares the cache holds.
-func (c *ResultCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries.Len()
-}
+func (c *ResultCache) Len() int { return c.entries.Len() }
 
 // hashOf is the SHA-256 of the JSON of obj (encoding/json sorts map keys,
 // so equal objects hash alike).

@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/lru"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
@@ -45,13 +45,7 @@ var (
 // most maxBytes of renders (their compressed JSON), least recently used
 // dropped. It is safe for concurrent use.
 type RenderCache struct {
-	maxBytes int
-	maxAge   time.Duration
-	clock    clock.PassiveClock
-
-	mu      sync.Mutex
-	entries *lru.Cache // string key → cachedRender
-	bytes   int
+	entries *agecache.Cache[string, cachedRender]
 }
 
 // cachedRender is a render kept as its objects' JSON (a JSON array),
@@ -65,15 +59,12 @@ type cachedRender struct {
 	renderSize int // the render's Size
 	jsonSize   int // the size of data inflated
 	data       []byte
-	at         time.Time
 }
 
 // NewRenderCache returns a RenderCache of at most maxBytes whose renders
 // are reused for at most maxAge.
 func NewRenderCache(maxBytes int, maxAge time.Duration, clk clock.PassiveClock) *RenderCache {
-	c := &RenderCache{maxBytes: maxBytes, maxAge: maxAge, clock: clk}
-	c.entries = lru.NewWithEvictionFunc(0, func(_ lru.Key, v any) { c.bytes -= len(v.(cachedRender).data) })
-	return c
+	return &RenderCache{entries: agecache.New[string, cachedRender](maxBytes, maxAge, clk, func(r cachedRender) int { return len(r.data) })}
 }
 
 // Renderer returns a Renderer that renders with next and reuses the renders
@@ -144,17 +135,10 @@ func (c *RenderCache) key(ctx context.Context, access *cluster.Access, release *
 }
 
 func (c *RenderCache) get(key string) (*render.Render, bool) {
-	c.mu.Lock()
-	v, ok := c.entries.Get(key)
-	if ok && c.clock.Since(v.(cachedRender).at) >= c.maxAge {
-		c.entries.Remove(key)
-		ok = false
-	}
-	c.mu.Unlock()
+	cached, ok := c.entries.Get(key)
 	if !ok {
 		return nil, false
 	}
-	cached := v.(cachedRender)
 	raw, err := inflate(cached.data, cached.jsonSize)
 	if err != nil {
 		return nil, false
@@ -181,18 +165,10 @@ func (c *RenderCache) put(key string, r *render.Render) {
 		return
 	}
 	data, err := deflate(raw)
-	if err != nil || len(data) > c.maxBytes {
+	if err != nil {
 		return
 	}
-	cached := cachedRender{ref: r.Ref, renderSize: r.Size, jsonSize: len(raw), data: data, at: c.clock.Now()}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries.Remove(key)
-	c.entries.Add(key, cached)
-	c.bytes += len(cached.data)
-	for c.bytes > c.maxBytes {
-		c.entries.RemoveOldest()
-	}
+	c.entries.Put(key, cachedRender{ref: r.Ref, renderSize: r.Size, jsonSize: len(raw), data: data})
 }
 
 // deflaters and inflaters are DEFLATE writers and readers to reuse: a
@@ -241,11 +217,7 @@ func inflate(data []byte, size int) ([]byte, error) {
 }
 
 // Len returns how many renders the cache holds.
-func (c *RenderCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries.Len()
-}
+func (c *RenderCache) Len() int { return c.entries.Len() }
 
 // renderSpecHash hashes the fields of spec that a fresh render may read:
 // every field but syncPolicy (when to check and sync) and healthAssessment

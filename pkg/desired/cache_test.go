@@ -46,7 +46,7 @@ func TestRenderCacheKeepsTheObjects(t *testing.T) {
 	got, ok := cache.get("k")
 	require.True(t, ok)
 	assert.Equal(t, want, got)
-	assert.Less(t, cache.bytes, 200, "kept compressed")
+	assert.Less(t, cache.entries.Size(), 200, "kept compressed")
 }
 
 func inputMeta(kind, name, rv string) *metav1.PartialObjectMetadata {
@@ -129,7 +129,7 @@ func TestRenderCacheBounds(t *testing.T) {
 	r, err := (&countingRenderer{}).Render(context.Background(), nil)
 	require.NoError(t, err)
 	one.put("k", r)
-	cache := NewRenderCache(one.bytes*5/2, time.Hour, clk)
+	cache := NewRenderCache(one.entries.Size()*5/2, time.Hour, clk)
 	next := &countingRenderer{}
 	for i := range 3 {
 		release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "r", UID: types.UID("u" + string(rune('0'+i)))},

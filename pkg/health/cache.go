@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/lru"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 )
 
 // maxCachedVerdicts bounds a VerdictCache.
@@ -34,11 +33,7 @@ type Lister interface {
 // no evaluation. The state still follows the time (the deadline). It is safe
 // for concurrent use.
 type VerdictCache struct {
-	maxAge time.Duration
-	clock  clock.PassiveClock
-
-	mu      sync.Mutex
-	entries *lru.Cache // verdictKey → cachedVerdict
+	entries *agecache.Cache[verdictKey, cachedVerdict]
 }
 
 type verdictKey struct {
@@ -49,7 +44,6 @@ type verdictKey struct {
 
 type cachedVerdict struct {
 	rv, rules string
-	at        time.Time
 	verdict   Verdict
 	hook      convoyv1alpha1.HookStatus
 }
@@ -57,35 +51,23 @@ type cachedVerdict struct {
 // NewVerdictCache returns a VerdictCache whose verdicts are reused for at
 // most maxAge.
 func NewVerdictCache(maxAge time.Duration, clk clock.PassiveClock) *VerdictCache {
-	return &VerdictCache{maxAge: maxAge, clock: clk, entries: lru.New(maxCachedVerdicts)}
+	return &VerdictCache{entries: agecache.New[verdictKey, cachedVerdict](maxCachedVerdicts, maxAge, clk, nil)}
 }
 
 func (c *VerdictCache) get(key verdictKey, rv, rules string) (cachedVerdict, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	v, ok := c.entries.Get(key)
-	if !ok {
-		return cachedVerdict{}, false
-	}
-	cached := v.(cachedVerdict)
-	if cached.rv != rv || cached.rules != rules || c.clock.Since(cached.at) >= c.maxAge {
+	cached, ok := c.entries.Get(key)
+	if !ok || cached.rv != rv || cached.rules != rules {
 		return cachedVerdict{}, false
 	}
 	return cached, true
 }
 
 func (c *VerdictCache) put(key verdictKey, rv, rules string, verdict Verdict, hook convoyv1alpha1.HookStatus) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries.Add(key, cachedVerdict{rv: rv, rules: rules, at: c.clock.Now(), verdict: verdict, hook: hook})
+	c.entries.Put(key, cachedVerdict{rv: rv, rules: rules, verdict: verdict, hook: hook})
 }
 
 // Len returns how many verdicts the cache holds.
-func (c *VerdictCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.entries.Len()
-}
+func (c *VerdictCache) Len() int { return c.entries.Len() }
 
 // rulesFingerprint names rules by their sets' UIDs and generations and their
 // indexes: it changes when any of them does.
