@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,12 +126,20 @@ type Access struct {
 }
 
 // Who names whom the requests to the target cluster are made as, for
-// messages: "ServiceAccount NS/NAME", or "the kubeconfig of Cluster NS/NAME".
+// messages: "ServiceAccount NS/NAME", or "the kubeconfig of
+// Cluster.convoy.kumodo.io NS/NAME".
 func (a *Access) Who() string {
 	if a.Target.Name == "" {
 		return a.Identity.String()
 	}
-	return "the kubeconfig of Cluster " + a.Target.Name
+	return "the kubeconfig of " + clusterKey(a.Target.Name).Describe()
+}
+
+// clusterKey is the key of the Cluster "NAMESPACE/NAME", which names it in
+// messages (ObjectKey.Describe).
+func clusterKey(namespacedName string) convoyv1alpha1.ObjectKey {
+	namespace, name, _ := strings.Cut(namespacedName, "/")
+	return convoyv1alpha1.ObjectKey{Group: convoyv1alpha1.GroupName, Kind: "Cluster", Namespace: namespace, Name: name}
 }
 
 // Targets gives the Access of a Release. *Provider implements it; the drift
@@ -341,35 +350,35 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 // refuses loopback (unless Options.AllowLoopback) and link-local addresses.
 func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.Interface, namespace, name string) (*Target, error) {
 	key := namespace + "/" + name
+	clusterName := clusterKey(key).Describe()
 	cl, err := p.clusters.Clusters(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Cluster %s not found", key), Err: err})
+		return nil, p.fail(key, failure.Quiet(ReasonClusterNotFound, err, "%s not found", clusterName))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get Cluster %s: %w", key, err)
+		return nil, fmt.Errorf("get %s: %w", clusterName, err)
 	}
 	ref := cl.Spec.KubeConfig.SecretRef
 	if ref.Name == "" {
-		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Cluster %s names no Secret in spec.kubeConfig.secretRef.name", key)})
+		return nil, p.fail(key, failure.Quiet(ReasonClusterConfigInvalid, nil, "%s names no Secret in spec.kubeConfig.secretRef.name", clusterName))
 	}
 	dataKey := ref.Key
 	if dataKey == "" {
 		dataKey = DefaultKubeconfigKey
 	}
-	secretID := namespace + "/" + ref.Name
+	secretName := convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: ref.Name}.Describe()
 	secret, err := home.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("Secret %s of Cluster %s not found", secretID, key), Err: err})
+		return nil, p.fail(key, failure.Quiet(ReasonClusterNotFound, err, "%s of %s not found", secretName, clusterName))
 	case apierrors.IsForbidden(err):
-		return nil, &failure.Error{Reason: failure.ReasonForbidden, Err: err,
-			Message: fmt.Sprintf("%s may not get Secret %s, the kubeconfig of Cluster %s: %v", id, secretID, key, err)}
+		return nil, failure.New(failure.ReasonForbidden, err, "%s may not get %s, the kubeconfig of %s", id, secretName, clusterName)
 	case err != nil:
-		return nil, fmt.Errorf("get Secret %s of Cluster %s as %s: %w", secretID, key, id, err)
+		return nil, fmt.Errorf("get %s of %s as %s: %w", secretName, clusterName, id, err)
 	}
 	kubeconfig, ok := secret.Data[dataKey]
 	if !ok || len(kubeconfig) == 0 {
-		return nil, p.fail(key, &failure.Error{Reason: ReasonClusterConfigInvalid, Message: fmt.Sprintf("Secret %s of Cluster %s has no key %q", secretID, key, dataKey)})
+		return nil, p.fail(key, failure.Quiet(ReasonClusterConfigInvalid, nil, "%s of %s has no key %q", secretName, clusterName, dataKey))
 	}
 
 	p.mu.Lock()
@@ -383,11 +392,7 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	}
 	invalid := func(err error) error {
 		p.remotes.Remove(key)
-		return &failure.Error{
-			Reason:  ReasonClusterConfigInvalid,
-			Message: fmt.Sprintf("key %q of Secret %s of Cluster %s is not a usable kubeconfig: %v", dataKey, secretID, key, err),
-			Err:     err,
-		}
+		return failure.New(ReasonClusterConfigInvalid, err, "key %q of %s of %s is not a usable kubeconfig", dataKey, secretName, clusterName)
 	}
 	cfg, err := RESTConfigFromKubeconfig(kubeconfig)
 	if err != nil {
@@ -449,28 +454,15 @@ func (p *Provider) newTarget(name string, cfg *rest.Config, policy *AddressPolic
 const idleConnsPerHost = 25
 
 // configure returns a copy of in with the Provider's rate limits, timeouts
-// and user agent.
-//
-// client-go has no setting for the TLS handshake timeout: the transport it
-// builds from a rest.Config always waits 10s for a handshake (and dials with
-// a 30s timeout unless rest.Config.Dial is set). So configure builds the
-// transport itself, the way client-go does (rest.TLSConfigFor,
-// utilnet.SetTransportDefaults), with a net.Dialer and a TLS handshake
-// timeout of Options.Timeout, and puts it in rest.Config.Transport; the TLS
-// settings move into that transport, so TLSClientConfig is cleared (client-go
-// refuses a Transport together with TLS options). Every client built from the
-// returned config shares the transport and its connections.
-//
-// A config with an exec credential plugin or an auth provider (possible only
-// for the local cluster: see RESTConfigFromKubeconfig) keeps client-go's transport, because
-// the plugin adds a TLS certificate callback that client-go does not allow
-// with a custom Transport; so does a config that brings its own Transport.
-// Then only rest.Config.Dial carries the dial timeout, and the handshake is
-// bounded by rest.Config.Timeout, which covers the whole request anyway.
-//
-// With a policy (a Cluster's kubeconfig), the dialer refuses the addresses
-// the policy refuses, and no proxy of the environment is used: the address
-// checked is then always the one connected to.
+// and user agent. It builds the transport itself, as client-go would
+// (rest.TLSConfigFor, utilnet.SetTransportDefaults), so that the dial and
+// the TLS handshake are bounded by Options.Timeout too: client-go has no
+// setting for the handshake. A config with an exec plugin, an auth provider
+// or its own Transport (the local cluster only) keeps client-go's transport,
+// whose handshake only rest.Config.Timeout bounds. With a policy (a
+// Cluster's kubeconfig) the dialer refuses what the policy refuses and no
+// proxy of the environment is used, so the address checked is the one
+// connected to.
 func (p *Provider) configure(in *rest.Config, policy *AddressPolicy) (*rest.Config, error) {
 	cfg := rest.CopyConfig(in)
 	timeout := p.opts.Timeout

@@ -227,7 +227,7 @@ func TestClusterSecretForbidden(t *testing.T) {
 	})
 	_, err := f.provider.ForRelease(context.Background(), release("prod"))
 	ce := clusterError(t, err, failure.ReasonForbidden)
-	assert.Contains(t, ce.Message, "ServiceAccount team-a/default may not get Secret team-a/prod-kubeconfig, the kubeconfig of Cluster team-a/prod")
+	assert.Contains(t, ce.Message, "ServiceAccount team-a/default may not get Secret team-a/prod-kubeconfig, the kubeconfig of Cluster.convoy.kumodo.io team-a/prod")
 	assert.True(t, apierrors.IsForbidden(err))
 }
 
@@ -236,13 +236,13 @@ func TestClusterNotFound(t *testing.T) {
 
 	_, err := f.provider.ForRelease(context.Background(), release("missing"))
 	ce := clusterError(t, err, ReasonClusterNotFound)
-	assert.Contains(t, ce.Message, "Cluster team-a/missing")
+	assert.Contains(t, ce.Message, "Cluster.convoy.kumodo.io team-a/missing")
 	assert.True(t, apierrors.IsNotFound(err), "the API error is wrapped: %v", err)
 
 	_, err = f.provider.ForRelease(context.Background(), release("prod"))
 	ce = clusterError(t, err, ReasonClusterNotFound)
 	assert.Contains(t, ce.Message, "Secret team-a/prod-kubeconfig")
-	assert.Contains(t, ce.Message, "Cluster team-a/prod")
+	assert.Contains(t, ce.Message, "Cluster.convoy.kumodo.io team-a/prod")
 	assert.True(t, apierrors.IsNotFound(err), "the API error is wrapped: %v", err)
 }
 
@@ -295,7 +295,7 @@ func TestClusterConfigInvalid(t *testing.T) {
 			_, err := f.provider.ForRelease(context.Background(), release("prod"))
 			ce := clusterError(t, err, ReasonClusterConfigInvalid)
 			assert.Contains(t, ce.Message, "Secret team-a/prod-kubeconfig")
-			assert.Contains(t, ce.Message, "Cluster team-a/prod")
+			assert.Contains(t, ce.Message, "Cluster.convoy.kumodo.io team-a/prod")
 			assert.Contains(t, ce.Message, tc.message)
 		})
 	}

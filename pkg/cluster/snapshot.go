@@ -84,36 +84,11 @@ func (s *Snapshot) Len() int { return s.n }
 // Snapshots reads and shares Snapshots of one cluster as one identity: the
 // first pass that asks for (resource, namespace) sends the LIST, the passes
 // that ask within the freshness window (also while it is in flight) get the
-// same Snapshot. So a round over a thousand Releases in one namespace sends
-// a LIST per resource per window instead of a GET per object. The target
-// cluster is not watched. An error (the identity may not list) is kept for
-// the window too, and the caller reads objects one by one.
-//
-// These rules keep the LISTs from costing more than the GETs they replace:
-//   - one LIST per (resource, namespace) at a time: a pass that asks while
-//     one is in flight waits for it, however long it takes, instead of
-//     sending another one;
-//   - a LIST is sent only when it is worth it: when the objects that the
-//     passes asked about in the last window, times ListCostRatio, are at
-//     least as many as the last LIST held. Else the window answers
-//     ErrNotWorthListing and the passes read the objects they need one by
-//     one (a namespace of 70,000 ConfigMaps is not listed for the 14 that a
-//     pass needs);
-//   - once listing, the windows go on listing until the demand halves
-//     (hysteresis): passes asking about as many objects as make a LIST
-//     just worth it flipped between a LIST and reads one by one, which
-//     the estimate says cost the same but take many more requests;
-//   - the objects read one by one since the last LIST count too: once they,
-//     times ListCostRatio, are as many as the last LIST held, the next
-//     window lists again. Reading one by one is slow, so the demand of one
-//     window in that mode understates what the passes would ask for with a
-//     LIST (a round over 5,000 Releases stayed on GETs for this reason);
-//     the count is checked at each ask, so a window that reads one by one
-//     ends as soon as it has cost a LIST;
-//     with this rule the reads one by one never cost more than one LIST
-//     between two LISTs, and with the hysteresis a LIST never costs more
-//     than twice the reads it saves, so the total is at most about twice
-//     the cheaper of the two ways (the rent-or-buy bound).
+// same Snapshot. There is one LIST per key at a time, and a window lists
+// only when it is worth it (worthListing); else it answers
+// ErrNotWorthListing and the passes read one by one. An error (the identity
+// may not list) is kept for the window too. The rules, their bounds and the
+// runs that made them are in docs/internals.md ("Fleet scale").
 type Snapshots struct {
 	client    metadata.Interface
 	seed      maphash.Seed
@@ -125,9 +100,8 @@ type Snapshots struct {
 }
 
 // ListCostRatio is how many objects of a metadata-only LIST cost about as
-// much kube-apiserver work as one GET of a whole object (an estimate: a GET
-// is a request of its own, authenticated, authorized and with the whole
-// object serialized; an item of a LIST from the watch cache is its metadata).
+// much kube-apiserver work as one GET of a whole object (see "Fleet scale" in
+// docs/internals.md for what was measured).
 const ListCostRatio = 50
 
 // ErrNotWorthListing says that Snapshots did not LIST for this window

@@ -535,7 +535,6 @@ func TestCompareDoesNotModifyInputs(t *testing.T) {
 	assert.Equal(t, r0, before(dryRun))
 }
 
-
 func TestUndetermined(t *testing.T) {
 	assert.Equal(t, &Result{
 		Result:  subresourcesv1alpha1.DiffUndetermined,

@@ -50,10 +50,8 @@ type RenderCache struct {
 
 // cachedRender is a render kept as its objects' JSON (a JSON array),
 // compressed with DEFLATE: the objects of a render repeat their labels,
-// names and shapes, so this is about an eighth of the JSON (522 bytes
-// against 4,364 for the 20 objects of a bench-fleet Release); a hit
-// inflates and decodes it again (BenchmarkRenderCacheHit: 8–10 µs per
-// object; decoding uncompressed JSON took 10–15% less).
+// names and shapes, so it takes a fraction of the JSON; a hit inflates and
+// decodes it again (BenchmarkRenderCacheHit measures it).
 type cachedRender struct {
 	ref        string
 	renderSize int // the render's Size

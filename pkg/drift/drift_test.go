@@ -69,8 +69,8 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 		wantErr     error
 	}{
 		{name: "render fails", wantReason: ReasonRenderFailed, wantMessage: []string{"SourceNotFound: "}},
-		{name: "cluster missing", targetErr: &failure.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"},
-			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"Cluster shop/east not found"}},
+		{name: "cluster missing", targetErr: &failure.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster.convoy.kumodo.io shop/east not found"},
+			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"Cluster.convoy.kumodo.io shop/east not found"}},
 		{name: "the Cluster's Secret forbidden", targetErr: &failure.Error{Reason: failure.ReasonForbidden, Message: "ServiceAccount shop/deployer may not get Secret shop/east",
 			Err: apierrors.NewForbidden(corev1.Resource("secrets"), "east", errors.New("no"))},
 			wantReason: failure.ReasonForbidden, wantMessage: []string{"ServiceAccount shop/deployer may not get Secret shop/east"}},

@@ -72,7 +72,7 @@ func (r *memReader) Get(_ context.Context, e convoyv1alpha1.InventoryEntry) (*un
 }
 
 // cannotBeHad is the error of a Reader whose target cluster cannot be had.
-var cannotBeHad = &failure.Error{Reason: ReasonCannotAssess, Message: "Cluster shop/east not found"}
+var cannotBeHad = &failure.Error{Reason: ReasonCannotAssess, Message: "Cluster.convoy.kumodo.io shop/east not found"}
 
 var (
 	webEntry = convoyv1alpha1.InventoryEntry{ObjectKey: webKey, Version: "v1", RenderRef: renderA}
@@ -321,7 +321,7 @@ func TestPassCondition(t *testing.T) {
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "the cluster is unreachable (connection refused)"},
 		{name: "CannotAssess: the cluster cannot be had", inventory: inventoryOf(both),
 			reader:     func(r *memReader) { r.err = cannotBeHad },
-			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "Cluster shop/east not found"},
+			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "Cluster.convoy.kumodo.io shop/east not found"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,7 +38,7 @@ func TestClusterReader(t *testing.T) {
 	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
 	t.Run("a cluster that cannot be had concerns the whole Release", func(t *testing.T) {
-		targets := &fakeTargets{err: &failure.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster shop/east not found"}}
+		targets := &fakeTargets{err: &failure.Error{Reason: cluster.ReasonClusterNotFound, Message: "Cluster.convoy.kumodo.io shop/east not found"}}
 		r := NewClusterReader(targets, release, false)
 		_, err := r.Resource(ctx, deployments.GroupVersion().WithKind("Deployment"))
 		_, whole := cannotAssess(err)
@@ -47,7 +47,7 @@ func TestClusterReader(t *testing.T) {
 		_, err = r.Get(ctx, webEntry)
 		_, whole = cannotAssess(err)
 		assert.True(t, whole, "%v", err)
-		assert.ErrorContains(t, err, "Cluster shop/east not found")
+		assert.ErrorContains(t, err, "Cluster.convoy.kumodo.io shop/east not found")
 		assert.Equal(t, 1, targets.calls, "the Access is asked for once per pass")
 	})
 

@@ -234,7 +234,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"duplicate object apps/Deployment demo/web"},
+			message: []string{"duplicate object Deployment.apps demo/web"},
 		},
 		{
 			name: "mutation",

@@ -152,3 +152,13 @@ func find(t *testing.T, r *Render, kind, name string) *unstructured.Unstructured
 	t.Fatalf("no %s %s in render %v", kind, name, keys(r.Objects))
 	return nil
 }
+
+// describe names an object with its apiVersion, "apps/v1 Deployment
+// demo/web", where tests tell versions apart.
+func describe(u *unstructured.Unstructured) string {
+	name := u.GetName()
+	if ns := u.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return u.GetAPIVersion() + " " + u.GetKind() + " " + name
+}

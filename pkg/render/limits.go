@@ -70,10 +70,7 @@ type Limits struct {
 	// Memory bounds the memory of the process that templates one chart
 	// (--render-memory-limit, default 256 MiB): RLIMIT_DATA, which counts
 	// the Go heap and every private writable mapping, so it bounds the real
-	// memory the process can take. About 85 MiB of it are the Go runtime's
-	// and the binary's own; 256 MiB template about 20,000 ConfigMaps
-	// (a render of about 9 MB of JSON); a render near the 32 MiB of
-	// MaxBytes needs about 450 MiB.
+	// memory the process can take (docs/internals.md: what a render needs).
 	Memory int
 }
 

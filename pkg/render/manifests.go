@@ -170,18 +170,6 @@ func validateObject(u *unstructured.Unstructured) error {
 	return nil
 }
 
-// describe names an object with its apiVersion, "apps/v1 Deployment
-// demo/web", where two versions of one object must be told apart (the
-// duplicate of New). Every other message names an object with
-// ObjectKey.Describe (convoyv1alpha1.ObjectKeyOf).
-func describe(u *unstructured.Unstructured) string {
-	name := u.GetName()
-	if ns := u.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	return u.GetAPIVersion() + " " + u.GetKind() + " " + name
-}
-
 func jsonType(v any) string {
 	switch v.(type) {
 	case nil:

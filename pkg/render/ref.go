@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -39,8 +40,8 @@ func New(objects []*unstructured.Unstructured) (*Render, error) {
 	slices.SortStableFunc(sorted, compareObjects)
 	for i := 1; i < len(sorted); i++ {
 		if compareObjects(sorted[i-1], sorted[i]) == 0 {
-			return nil, failure.New(ReasonManifestInvalid, nil, "duplicate object %s: %s and %s have the same group, kind, namespace and name",
-				objectKey(sorted[i]), describe(sorted[i-1]), describe(sorted[i]))
+			return nil, failure.New(ReasonManifestInvalid, nil, "duplicate object %s: it is in the render twice (as %s and as %s): the same group, kind, namespace and name",
+				convoyv1alpha1.ObjectKeyOf(sorted[i]).Describe(), sorted[i-1].GetAPIVersion(), sorted[i].GetAPIVersion())
 		}
 	}
 	ref, size, err := renderRef(sorted)
@@ -59,20 +60,6 @@ func compareObjects(a, b *unstructured.Unstructured) int {
 		cmp.Compare(a.GetNamespace(), b.GetNamespace()),
 		cmp.Compare(a.GetName(), b.GetName()),
 	)
-}
-
-// objectKey names an object by its sort key: "apps/Deployment demo/web".
-func objectKey(u *unstructured.Unstructured) string {
-	gk := u.GroupVersionKind().GroupKind()
-	key := gk.Kind
-	if gk.Group != "" {
-		key = gk.Group + "/" + gk.Kind
-	}
-	name := u.GetName()
-	if ns := u.GetNamespace(); ns != "" {
-		name = ns + "/" + name
-	}
-	return key + " " + name
 }
 
 // renderRef is the first 16 hex digits of the SHA-256 of the canonical JSON

@@ -253,7 +253,7 @@ users: [{name: u, user: {token: inline}}]
 		newDriftRelease(t, ns, name, webManifests("blue", "1.0"), onCluster(name))
 	}
 	for name, tc := range kubeconfigs {
-		assertUndetermined(t, ns, name, "ClusterConfigInvalid", "Cluster "+ns+"/"+name, tc.field)
+		assertUndetermined(t, ns, name, "ClusterConfigInvalid", "Cluster.convoy.kumodo.io "+ns+"/"+name, tc.field)
 	}
 	assert.Zero(t, requests.Load(), "the listener named by the kubeconfigs received a request")
 	assert.NoFileExists(t, marker, "the exec credential plugin ran")
