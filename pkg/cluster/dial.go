@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 
@@ -23,6 +24,12 @@ const (
 	WhyLinkLocal = "link-local"
 	// WhyUnspecified: the address is 0.0.0.0 or ::, which reach the local host.
 	WhyUnspecified = "unspecified"
+	// WhyMetadata: the address is a cloud's metadata service that is not
+	// link-local (MetadataAddresses).
+	WhyMetadata = "metadata"
+	// WhyDenied: the address is in a range the operator denies
+	// (--deny-cidr).
+	WhyDenied = "denied"
 	// WhyInvalid: the address is not an IP address and port.
 	WhyInvalid = "invalid"
 )
@@ -36,8 +43,11 @@ const allowLoopbackHint = " (convoy-apiserver --allow-loopback-clusters allows i
 type AddressNotAllowedError struct {
 	// Address is the refused "ip:port", after DNS resolution.
 	Address string
-	// Why is WhyLoopback, WhyLinkLocal, WhyUnspecified or WhyInvalid.
+	// Why is WhyLoopback, WhyLinkLocal, WhyUnspecified, WhyMetadata,
+	// WhyDenied or WhyInvalid.
 	Why string
+	// Range is the denied range that holds Address (WhyDenied).
+	Range netip.Prefix
 }
 
 // Error says which address is refused and why.
@@ -56,18 +66,41 @@ func (e *AddressNotAllowedError) describe() string {
 		return "it is an unspecified address, which reaches the local host"
 	case WhyInvalid:
 		return "it is not an IP address and port"
+	case WhyMetadata:
+		return "it is a cloud metadata service"
+	case WhyDenied:
+		return fmt.Sprintf("it is in %s, which convoy-apiserver denies (--deny-cidr)", e.Range)
 	default:
 		return fmt.Sprintf("it is a %s address", e.Why)
 	}
 }
 
+// MetadataAddresses are the cloud metadata services that are not in a
+// link-local range (169.254.169.254, the address of most clouds, is), so a
+// check of link-local addresses alone lets them through. Their services hand
+// out the credentials of the machine convoy-apiserver runs on.
+var MetadataAddresses = []netip.Addr{
+	netip.MustParseAddr("fd00:ec2::254"),   // AWS EC2 instance metadata over IPv6 (Nitro)
+	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud ECS metadata
+	netip.MustParseAddr("192.0.0.192"),     // Oracle Cloud Infrastructure metadata (legacy address)
+}
+
+// nat64 is the well-known prefix of NAT64 (RFC 6052): 64:ff9b::a9fe:a9fe
+// reaches 169.254.169.254 through a NAT64 gateway, so the IPv4 address it
+// holds is checked too.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
 // AddressPolicy decides which resolved addresses a connection to a target
-// cluster may reach. Its zero value refuses loopback, link-local and
-// unspecified addresses.
+// cluster may reach. Its zero value refuses loopback, link-local,
+// unspecified and metadata-service addresses (MetadataAddresses), and, in
+// the well-known NAT64 prefix, the IPv6 addresses of those.
 type AddressPolicy struct {
 	// AllowLoopback allows loopback and unspecified addresses, for target
 	// clusters that run on the local host during development.
 	AllowLoopback bool
+	// Deny are ranges refused besides (--deny-cidr): the operator's own
+	// metadata services, the nodes' or the control plane's networks.
+	Deny []netip.Prefix
 }
 
 // Control refuses a connection to a not allowed address with a
@@ -76,30 +109,50 @@ type AddressPolicy struct {
 // it with the resolved "ip:port" before any packet is sent; the network and
 // the raw connection are not used.
 func (p AddressPolicy) Control(network, address string, _ syscall.RawConn) error {
-	why := p.refusal(address)
+	why, denied := p.refusal(address)
 	if why == "" {
 		return nil
 	}
-	refused := &AddressNotAllowedError{Address: address, Why: why}
+	refused := &AddressNotAllowedError{Address: address, Why: why, Range: denied}
 	return &failure.Error{Reason: ReasonAddressNotAllowed, Message: refused.Error(), Err: refused}
 }
 
-// refusal returns the Why of refusing address, or "" when it is allowed.
-func (p AddressPolicy) refusal(address string) string {
+// refusal returns the Why of refusing address, or "" when it is allowed,
+// and the denied range for WhyDenied.
+func (p AddressPolicy) refusal(address string) (string, netip.Prefix) {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
-		return WhyInvalid
+		return WhyInvalid, netip.Prefix{}
 	}
-	ip := ap.Addr().Unmap()
+	ip := ap.Addr().WithZone("").Unmap()
+	if why, denied := p.refusalOf(ip); why != "" {
+		return why, denied
+	}
+	if nat64.Contains(ip) {
+		embedded := ip.As16()
+		return p.refusalOf(netip.AddrFrom4([4]byte(embedded[12:])))
+	}
+	return "", netip.Prefix{}
+}
+
+// refusalOf is refusal of one IP address, without zone, unmapped.
+func (p AddressPolicy) refusalOf(ip netip.Addr) (string, netip.Prefix) {
 	switch {
 	case ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast():
-		return WhyLinkLocal
+		return WhyLinkLocal, netip.Prefix{}
 	case ip.IsLoopback() && !p.AllowLoopback:
-		return WhyLoopback
+		return WhyLoopback, netip.Prefix{}
 	case ip.IsUnspecified() && !p.AllowLoopback:
-		return WhyUnspecified
+		return WhyUnspecified, netip.Prefix{}
+	case slices.Contains(MetadataAddresses, ip):
+		return WhyMetadata, netip.Prefix{}
 	}
-	return ""
+	for _, r := range p.Deny {
+		if r.Contains(ip) {
+			return WhyDenied, r
+		}
+	}
+	return "", netip.Prefix{}
 }
 
 // Dialer returns a net.Dialer with the timeout that refuses, through

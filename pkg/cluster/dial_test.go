@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -35,6 +36,16 @@ func TestAddressPolicyControl(t *testing.T) {
 		{address: "[::ffff:127.0.0.1]:443", strict: WhyLoopback},
 		{address: "[::ffff:169.254.169.254]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
 		{address: "[::ffff:a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[fd00:ec2::254]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "100.100.100.200:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "192.0.0.192:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::ffff:100.100.100.200]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[64:ff9b::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b::7f00:1]:443", strict: WhyLoopback},
+		{address: "[64:ff9b::6464:64c8]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[64:ff9b::c000:20a]:443"},
+		{address: "[fd00:ec2::253]:53"},
+		{address: "100.100.100.201:80"},
 		{address: "0.0.0.0:443", strict: WhyUnspecified},
 		{address: "[::]:443", strict: WhyUnspecified},
 		{address: "[::ffff:0.0.0.0]:443", strict: WhyUnspecified},
@@ -96,6 +107,32 @@ func TestAddressNotAllowedErrorMessage(t *testing.T) {
 		t.Run(tc.err.Why, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.err.Error())
 		})
+	}
+}
+
+// The operator's ranges are refused too, IPv4 and IPv6, and the message
+// names the range and the flag.
+func TestAddressPolicyDeny(t *testing.T) {
+	p := AddressPolicy{Deny: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd12:3456::/32")}}
+	for address, want := range map[string]string{
+		"10.1.2.3:443":          "10.0.0.0/8",
+		"[::ffff:10.9.9.9]:443": "10.0.0.0/8",
+		"[fd12:3456::1]:443":    "fd12:3456::/32",
+		"[64:ff9b::a01:203]:80": "10.0.0.0/8",
+		"192.0.2.10:443":        "",
+		"[fd12:3457::1]:443":    "",
+	} {
+		err := p.Control("tcp", address, nil)
+		if want == "" {
+			assert.NoError(t, err, address)
+			continue
+		}
+		var notAllowed *AddressNotAllowedError
+		if assert.ErrorAs(t, err, &notAllowed, address) {
+			assert.Equal(t, WhyDenied, notAllowed.Why)
+			assert.Equal(t, want, notAllowed.Range.String())
+			assert.Contains(t, err.Error(), "it is in "+want+", which convoy-apiserver denies (--deny-cidr)")
+		}
 	}
 }
 

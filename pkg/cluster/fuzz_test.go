@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 )
 
@@ -24,22 +25,35 @@ func FuzzKubeconfig(f *testing.F) {
 	})
 }
 
-// FuzzAddressPolicy: the guard never lets a loopback or link-local address
-// through, whatever the text of the address.
+// FuzzAddressPolicy: the guard never lets a loopback, link-local,
+// unspecified, metadata or denied address through, nor one of those behind
+// the NAT64 prefix, whatever the text of the address.
 func FuzzAddressPolicy(f *testing.F) {
 	for _, a := range []string{"127.0.0.1:443", "[::ffff:127.0.0.1]:1", "169.254.169.254:80", "[fe80::1%eth0]:443", "10.0.0.1:6443", "x"} {
 		f.Add(a)
 	}
+	f.Add("[64:ff9b::a9fe:a9fe]:80")
+	f.Add("[fd00:ec2::254]:80")
+	f.Add("10.1.2.3:443")
+	denied := netip.MustParsePrefix("10.0.0.0/8")
+	policy := AddressPolicy{Deny: []netip.Prefix{denied}}
 	f.Fuzz(func(t *testing.T, address string) {
-		if (AddressPolicy{}).Control("tcp", address, nil) != nil {
+		if policy.Control("tcp", address, nil) != nil {
 			return
 		}
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			t.Fatalf("%q is no address and was allowed", address)
 		}
-		if ip := ap.Addr().Unmap(); ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() {
-			t.Fatalf("%q was allowed", address)
+		ips := []netip.Addr{ap.Addr().WithZone("").Unmap()}
+		if b := ips[0].As16(); ips[0].Is6() && netip.MustParsePrefix("64:ff9b::/96").Contains(ips[0]) {
+			ips = append(ips, netip.AddrFrom4([4]byte(b[12:])))
+		}
+		for _, ip := range ips {
+			if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() ||
+				slices.Contains(MetadataAddresses, ip) || denied.Contains(ip) {
+				t.Fatalf("%q was allowed", address)
+			}
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -167,6 +168,9 @@ type Options struct {
 	// address, for local development. Link-local addresses are always
 	// refused.
 	AllowLoopback bool
+	// Deny are address ranges a Cluster's kubeconfig may not reach, beside
+	// those AddressPolicy always refuses.
+	Deny []netip.Prefix
 	// ListFreshness is how long a metadata-only LIST (Target.Snapshots) is
 	// shared between passes; 0: no LIST, objects are read one by one.
 	ListFreshness time.Duration
@@ -398,7 +402,7 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	if err != nil {
 		return nil, invalid(err)
 	}
-	policy := AddressPolicy{AllowLoopback: p.opts.AllowLoopback}
+	policy := AddressPolicy{AllowLoopback: p.opts.AllowLoopback, Deny: p.opts.Deny}
 	t, err := p.newTarget(key, cfg, &policy)
 	if err != nil {
 		return nil, invalid(err)

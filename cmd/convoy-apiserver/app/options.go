@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -144,6 +145,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"ServiceAccount, in the Release's namespace, that a Release without spec.serviceAccountName acts as.")
 	target.BoolVar(&o.Target.AllowLoopback, "allow-loopback-clusters", o.Target.AllowLoopback,
 		"Let the kubeconfig of a Cluster reach loopback addresses (local development only). Link-local addresses are always refused.")
+	target.Var(prefixes{&o.Target.Deny}, "deny-cidr",
+		"Address ranges (CIDRs, comma-separated or repeated) a Cluster's kubeconfig may not reach, beside loopback, link-local, unspecified and the known cloud metadata services, which are always refused: e.g. the nodes' network, the control plane's, a metadata service of your own.")
 
 	observer := fss.FlagSet("observer")
 	observer.IntVar(&o.DriftWorkers, "drift-workers", o.DriftWorkers, "Releases the drift loop checks at once.")
@@ -315,3 +318,30 @@ func NewCommand(ctx context.Context) *cobra.Command {
 	cliflag.SetUsageAndHelpFunc(cmd, fss, cols)
 	return cmd
 }
+
+// prefixes is a flag of address ranges: CIDRs, comma-separated or repeated.
+type prefixes struct{ ranges *[]netip.Prefix }
+
+func (p prefixes) String() string {
+	if p.ranges == nil {
+		return ""
+	}
+	out := make([]string, len(*p.ranges))
+	for i, r := range *p.ranges {
+		out[i] = r.String()
+	}
+	return strings.Join(out, ",")
+}
+
+func (p prefixes) Set(value string) error {
+	for _, v := range strings.Split(value, ",") {
+		r, err := netip.ParsePrefix(strings.TrimSpace(v))
+		if err != nil {
+			return fmt.Errorf("%q is not a CIDR: %w", v, err)
+		}
+		*p.ranges = append(*p.ranges, r.Masked())
+	}
+	return nil
+}
+
+func (prefixes) Type() string { return "cidrs" }

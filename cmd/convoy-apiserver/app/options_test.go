@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestValidate(t *testing.T) {
@@ -56,4 +57,17 @@ func TestFlags(t *testing.T) {
 		}
 		assert.True(t, found, "--%s", name)
 	}
+}
+
+func TestDenyCIDRFlag(t *testing.T) {
+	o := NewOptions()
+	sets := o.Flags()
+	fs := sets.FlagSet("target clusters")
+	require.NoError(t, fs.Parse([]string{"--deny-cidr=10.0.0.0/8,fd00:abcd::/32", "--deny-cidr", "192.168.1.5/16"}))
+	var got []string
+	for _, r := range o.Target.Deny {
+		got = append(got, r.String())
+	}
+	assert.Equal(t, []string{"10.0.0.0/8", "fd00:abcd::/32", "192.168.0.0/16"}, got, "masked, in order")
+	assert.Error(t, fs.Parse([]string{"--deny-cidr=10.0.0.1"}), "an address is not a range")
 }
