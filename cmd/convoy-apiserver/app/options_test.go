@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -69,5 +70,6 @@ func TestDenyCIDRFlag(t *testing.T) {
 		got = append(got, r.String())
 	}
 	assert.Equal(t, []string{"10.0.0.0/8", "fd00:abcd::/32", "192.168.0.0/16"}, got, "masked, in order")
-	assert.Error(t, fs.Parse([]string{"--deny-cidr=10.0.0.1"}), "an address is not a range")
+	var bad []netip.Prefix
+	assert.ErrorContains(t, prefixes{&bad}.Set("10.0.0.1"), "not a CIDR", "an address is not a range")
 }
