@@ -315,6 +315,9 @@ func (f *fleet) create(ctx context.Context) error {
 	if err := f.cp.GrantServiceAccounts(ctx, namespace); err != nil {
 		return err
 	}
+	if err := f.cp.AllowImpersonation(ctx, namespace); err != nil {
+		return err
+	}
 	return parallel(f.n, func(i int) error {
 		objs := objects(i)
 		var manifest strings.Builder

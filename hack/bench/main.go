@@ -99,6 +99,9 @@ func run() error {
 	if err := cp.GrantServiceAccounts(ctx, namespace); err != nil {
 		return err
 	}
+	if err := cp.AllowImpersonation(ctx, namespace); err != nil {
+		return err
+	}
 	if out, err := cp.Kubectl("apply", "--server-side", "--field-manager=convoy", "-f", file).CombinedOutput(); err != nil {
 		return fmt.Errorf("apply: %w: %s", err, out)
 	}

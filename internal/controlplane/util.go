@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -136,3 +138,21 @@ func (c *ControlPlane) GrantServiceAccounts(ctx context.Context, namespace strin
 
 // KubeAPIServerPID is the process id of the primary kube-apiserver.
 func (c *ControlPlane) KubeAPIServerPID() int { return c.kas.proc.pid() }
+
+// AllowImpersonation binds the ClusterRole convoy-apiserver:impersonate to
+// convoy-apiserver's ServiceAccount in namespace, as a tenant namespace opts
+// in (the recommended install: artifacts/rbac/convoy-apiserver.yaml), so
+// that convoy-apiserver may act as the ServiceAccounts of namespace.
+func (c *ControlPlane) AllowImpersonation(ctx context.Context, namespace string) error {
+	cs, err := kubernetes.NewForConfig(c.kas.config)
+	if err != nil {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: cluster.ImpersonationClusterRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: cluster.ImpersonationClusterRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: convoyName, Namespace: convoyNamespace}}}
+	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create RoleBinding %s/%s: %w", namespace, binding.Name, err)
+	}
+	return nil
+}

@@ -376,6 +376,9 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	case apierrors.IsNotFound(err):
 		return nil, p.fail(key, failure.Quiet(ReasonClusterNotFound, err, "%s of %s not found", secretName, clusterName))
 	case apierrors.IsForbidden(err):
+		if f, ok := ImpersonationRefused(err, id); ok {
+			return nil, f
+		}
 		return nil, failure.New(failure.ReasonForbidden, err, "%s may not get %s, the kubeconfig of %s", id, secretName, clusterName)
 	case err != nil:
 		return nil, fmt.Errorf("get %s of %s as %s: %w", secretName, clusterName, id, err)

@@ -79,10 +79,11 @@ func classify(s step, who string, err error) (reason, what string) {
 		return ReasonNoKindMatch, "the cluster does not know the kind"
 	case isResourceNotServed(err):
 		return ReasonNoKindMatch, "the cluster does not serve the resource of the kind"
-	case failure.Reason(err) != "":
+	}
+	if reason := failure.Reason(err); reason != "" {
 		// An error that names its reason, such as the refusal of the
 		// dialer to connect to an address that is not allowed.
-		return failure.Reason(err), s.String() + " failed"
+		return reason, s.String() + " failed"
 	}
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {

@@ -34,6 +34,9 @@ const (
 // engine classifies the errors of each object):
 //
 //   - a stored render asked for that is not stored: ReasonRenderNotStored;
+//   - a namespace that has not granted convoy-apiserver the impersonation
+//     of its ServiceAccounts: cluster.ReasonImpersonationNotGranted, with
+//     what to bind;
 //   - an input, a stored render or the Secret of a Cluster that identity
 //     may not read: failure.ReasonForbidden, naming identity;
 //   - a connection the address policy refused, wherever it happened (the
@@ -48,9 +51,15 @@ const (
 //   - an error that names no reason: otherwise.
 //
 // The result wraps err.
-func classify(err error, otherwise, identity string) *failure.Error {
+func classify(err error, otherwise string, identity cluster.Identity) *failure.Error {
 	if errors.Is(err, render.ErrNotStored) {
 		return failure.Quiet(ReasonRenderNotStored, err, "%v", err)
+	}
+	if f, ok := failure.Find(err, cluster.ReasonImpersonationNotGranted); ok {
+		return f
+	}
+	if f, ok := cluster.ImpersonationRefused(err, identity); ok {
+		return f
 	}
 	if apierrors.IsForbidden(err) {
 		if f, ok := failure.Find(err, failure.ReasonForbidden); ok {

@@ -2,13 +2,17 @@ package health
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// FuzzCompile: any expression compiles or gives a *failure.Error, never a panic; a
-// compiled rule evaluates, within its cost limit, to a verdict.
+// FuzzCompile: any expression compiles or gives a *failure.Error of reason
+// RuleInvalid that names the rule, never a panic; a compiled rule evaluates,
+// within its cost limit, to a verdict (Pass, or Fail or Error with a
+// message).
 func FuzzCompile(f *testing.F) {
 	for _, e := range []string{
 		"object.status.readyReplicas == object.spec.replicas",
@@ -24,11 +28,21 @@ func FuzzCompile(f *testing.F) {
 		rules, err := NewCompiler(10_000).Compile([]RuleSet{{Kind: KindHealthRuleSet, Namespace: "shop", Name: "fuzz",
 			Rules: []convoyv1alpha1.HealthRule{{APIVersion: "v1", Resources: []string{"*"}, Expression: expression, MessageExpression: messageExpression}}}})
 		if err != nil {
+			f, ok := failure.As(err)
+			if !ok || f.Reason != ReasonRuleInvalid || !strings.Contains(f.Message, "rule 0 of HealthRuleSet shop/fuzz") {
+				t.Fatalf("%q: not a RuleInvalid failure that names the rule: %#v", expression, err)
+			}
 			return
 		}
 		v := Evaluate(context.Background(), rules.All(), map[string]any{"spec": map[string]any{"replicas": int64(2), "items": []any{int64(1), "a"}}, "data": map[string]any{"k": "v"}})
-		if v.Result == "" {
-			t.Fatalf("no verdict for %q", expression)
+		switch v.Result {
+		case ResultPass:
+		case ResultFail, ResultError:
+			if v.Message == "" || v.Rule == nil {
+				t.Fatalf("%q: a %s verdict without its message or rule", expression, v.Result)
+			}
+		default:
+			t.Fatalf("no verdict for %q: %+v", expression, v)
 		}
 	})
 }

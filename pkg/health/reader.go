@@ -21,8 +21,9 @@ type ClusterReader struct {
 	release *convoyv1alpha1.Release
 	lists   bool
 
-	reader *cluster.Reader
-	err    error
+	reader   *cluster.Reader
+	identity cluster.Identity
+	err      error
 }
 
 var _ Lister = &ClusterReader{}
@@ -41,7 +42,7 @@ func (r *ClusterReader) target(ctx context.Context) (*cluster.Reader, error) {
 		if err != nil {
 			r.err = &failure.Error{Reason: ReasonCannotAssess, Message: err.Error(), Err: err}
 		} else {
-			r.reader = access.Reader(r.lists)
+			r.reader, r.identity = access.Reader(r.lists), access.Identity
 		}
 	}
 	return r.reader, r.err
@@ -68,6 +69,10 @@ func (r *ClusterReader) Get(ctx context.Context, entry convoyv1alpha1.InventoryE
 		return nil, err
 	}
 	obj, err := reader.Get(ctx, gvkOfEntry(entry), entry.Namespace, entry.Name)
+	if f, ok := cluster.ImpersonationRefused(err, r.identity); ok {
+		// No object of the Release can be read: the whole Release.
+		return nil, &failure.Error{Reason: ReasonCannotAssess, Message: f.Message, Err: f}
+	}
 	if err != nil {
 		return nil, readError(reader.Who(), entry, err)
 	}

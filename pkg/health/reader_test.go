@@ -59,8 +59,12 @@ func TestClusterReader(t *testing.T) {
 		dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 			map[schema.GroupVersionResource]string{deployments: "DeploymentList"}, web)
 		dyn.PrependReactor("get", "deployments", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			if a.(clienttesting.GetAction).GetName() == "secret" {
+			switch a.(clienttesting.GetAction).GetName() {
+			case "secret":
 				return true, nil, apierrors.NewForbidden(deployments.GroupResource(), "secret", errors.New("no"))
+			case "ungranted":
+				return true, nil, apierrors.NewForbidden(deployments.GroupResource(), "ungranted", errors.New(
+					`User "system:serviceaccount:convoy-system:convoy-apiserver" cannot impersonate-on:serviceaccount:get resource "deployments" in API group "apps" in the namespace "shop"`))
 			}
 			return false, nil, nil
 		})
@@ -82,6 +86,16 @@ func TestClusterReader(t *testing.T) {
 		_, err = r.Get(ctx, secret)
 		assert.ErrorContains(t, err, "ServiceAccount shop/deployer may not get Deployment.apps shop/secret")
 		assert.True(t, apierrors.IsForbidden(err))
+
+		// A namespace that did not grant convoy-apiserver the impersonation
+		// of its ServiceAccounts: no object can be read, the whole Release
+		// cannot be assessed, and the message says what to bind.
+		ungranted := webEntry
+		ungranted.Name = "ungranted"
+		_, err = r.Get(ctx, ungranted)
+		_, whole := cannotAssess(err)
+		assert.True(t, whole, "%v", err)
+		assert.ErrorContains(t, err, "convoy-apiserver may not act as ServiceAccount shop/deployer: namespace shop has not granted it impersonation")
 
 		gone := webEntry
 		gone.Name = "gone"

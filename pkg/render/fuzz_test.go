@@ -18,8 +18,10 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// FuzzManifests: any text in a source ConfigMap's key gives objects or an
-// *failure.Error, never a panic; the objects it gives make a render.
+// FuzzManifests: any text in a source ConfigMap's key gives objects or a
+// *failure.Error with a reason and a message, never a panic; each object it
+// gives has an apiVersion, a kind and a name, and they make a render unless
+// two of them are the same object.
 func FuzzManifests(f *testing.F) {
 	for _, seed := range []string{
 		manyConfigMaps(2),
@@ -41,12 +43,19 @@ func FuzzManifests(f *testing.F) {
 			}
 			return
 		}
-		_, _ = New(objs)
+		for _, o := range objs {
+			require.NoError(t, validateObject(o))
+		}
+		if _, err := New(objs); err != nil {
+			require.Equal(t, ReasonManifestInvalid, failure.Reason(err))
+			require.Contains(t, err.Error(), "duplicate object")
+		}
 	})
 }
 
-// FuzzMutations: any patch, JSON patch or labels on an object give the
-// mutated object or an *failure.Error, never a panic.
+// FuzzMutations: any patch, JSON patch or labels on an object give a valid
+// object (an apiVersion, a kind and a name, which encodes to JSON) or a
+// *failure.Error of reason MutationFailed, never a panic.
 func FuzzMutations(f *testing.F) {
 	f.Add(`{"spec":{"replicas":3}}`, `[{"op":"add","path":"/metadata/labels/x","value":"y"}]`, "team", "a")
 	f.Add(`{"metadata":{"name":null}}`, `[{"op":"remove","path":"/spec"}]`, "", "")
@@ -59,14 +68,27 @@ func FuzzMutations(f *testing.F) {
 				"spec":     map[string]any{"replicas": int64(1), "template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "app"}}}}},
 			}}}
 		}
+		check := func(m convoyv1alpha1.Mutation) {
+			objs := obj()
+			if err := mutate(0, m, objs); err != nil {
+				require.Equal(t, ReasonMutationFailed, err.Reason)
+				require.NotEmpty(t, err.Message)
+				return
+			}
+			require.NoError(t, validateObject(objs[0]), "%+v", m)
+			_, err := json.Marshal(objs[0].Object)
+			require.NoError(t, err)
+		}
 		if json.Valid([]byte(patch)) {
-			_ = mutate(0, convoyv1alpha1.Mutation{Patch: rawExt(patch)}, obj())
+			check(convoyv1alpha1.Mutation{Patch: rawExt(patch)})
 		}
 		var ops []convoyv1alpha1.JSONPatchOperation
 		if json.Unmarshal([]byte(jsonPatch), &ops) == nil {
-			_ = mutate(0, convoyv1alpha1.Mutation{JSONPatch: ops}, obj())
+			check(convoyv1alpha1.Mutation{JSONPatch: ops})
 		}
-		_ = mutate(0, convoyv1alpha1.Mutation{Labels: map[string]string{key: value}, Annotations: map[string]string{key: value}}, obj())
+		check(convoyv1alpha1.Mutation{Labels: map[string]string{key: value}})
+		check(convoyv1alpha1.Mutation{Annotations: map[string]string{key: value}})
+		check(convoyv1alpha1.Mutation{Labels: map[string]string{key: value}, Annotations: map[string]string{key: value}})
 	})
 }
 

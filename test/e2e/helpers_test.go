@@ -73,8 +73,19 @@ func grantServiceAccounts(t *testing.T, namespace string, rules ...rbacv1.Policy
 	require.NoError(t, err)
 }
 
-// newBareNamespace creates a namespace where ServiceAccounts have no right.
+// newBareNamespace creates a namespace where ServiceAccounts have no right,
+// and that lets convoy-apiserver act as them, as a tenant namespace opts in
+// (the RoleBinding of the recommended install).
 func newBareNamespace(t *testing.T) string {
+	t.Helper()
+	name := newNamespaceNotGranted(t)
+	require.NoError(t, env.cp.AllowImpersonation(context.Background(), name))
+	return name
+}
+
+// newNamespaceNotGranted creates a namespace where ServiceAccounts have no
+// right and that has not let convoy-apiserver act as them.
+func newNamespaceNotGranted(t *testing.T) string {
 	t.Helper()
 	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())), nsCounter.Add(1))
 	if len(name) > 63 {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
 // serviceAccount creates the ServiceAccount name in namespace, bound to a Role
@@ -262,6 +264,58 @@ users: [{name: u, user: {token: inline}}]
 
 // The shipped RBAC of convoy-apiserver grants no wildcard and no
 // cluster-wide read of ConfigMaps or Secrets; it impersonates ServiceAccounts.
+// Impersonation is as narrow as the tenants: the shipped RBAC binds the
+// impersonation of ServiceAccounts in no namespace. A Release in a namespace
+// that did not grant it is Undetermined with what to bind; the cluster-wide
+// binding (artifacts/deploy/cluster-wide-impersonation.yaml) lets
+// convoy-apiserver act in every namespace; the RoleBinding the message names
+// lets it act in that namespace only.
+func TestTenancyImpersonationIsGrantedPerNamespace(t *testing.T) {
+	ns := newNamespaceNotGranted(t)
+	grantServiceAccounts(t, ns, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
+	command := "kubectl create rolebinding convoy-apiserver:impersonate --namespace " + ns +
+		" --clusterrole convoy-apiserver:impersonate --serviceaccount convoy-system:convoy-apiserver"
+	assertUndetermined(t, ns, "web", cluster.ReasonImpersonationNotGranted,
+		"convoy-apiserver may not act as ServiceAccount "+ns+"/default", command)
+	r := kubectl(t, "", "", "get", "--raw", previewPath(ns, "web"))
+	require.Error(t, r.err)
+	assert.Contains(t, r.stderr, "ImpersonationNotGranted")
+	assert.Contains(t, r.stderr, command)
+
+	// Cluster-wide: every namespace.
+	wide := filepath.Join(env.root, "artifacts/deploy/cluster-wide-impersonation.yaml")
+	mustKubectl(t, "", "", "apply", "--server-side", "-f", wide)
+	eventually(t, "the cluster-wide binding lets convoy-apiserver act in "+ns, func(context.Context) error {
+		if d := getDiff(t, ns, "web", ""); d.Result != subresourcesv1alpha1.DiffDrifted {
+			return fmt.Errorf("/diff: %s %s: %s", d.Result, d.Reason, d.Message)
+		}
+		return nil
+	})
+	mustKubectl(t, "", "", "delete", "-f", wide)
+	eventually(t, "without the binding, refused again", func(context.Context) error {
+		if d := getDiff(t, ns, "web", ""); d.Reason != cluster.ReasonImpersonationNotGranted {
+			return fmt.Errorf("/diff: %s %s: %s", d.Result, d.Reason, d.Message)
+		}
+		return nil
+	})
+
+	// Per namespace: the command of the message, run as the admin.
+	args := strings.Fields(strings.TrimPrefix(command, "kubectl "))
+	mustKubectl(t, "", "", args...)
+	eventually(t, "the RoleBinding lets convoy-apiserver act in "+ns, func(context.Context) error {
+		if d := getDiff(t, ns, "web", ""); d.Result != subresourcesv1alpha1.DiffDrifted {
+			return fmt.Errorf("/diff: %s %s: %s", d.Result, d.Reason, d.Message)
+		}
+		return nil
+	})
+	// and in no other namespace that did not grant it.
+	other := newNamespaceNotGranted(t)
+	grantServiceAccounts(t, other, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
+	newDriftRelease(t, other, "web", webManifests("blue", "1.0"))
+	assertUndetermined(t, other, "web", cluster.ReasonImpersonationNotGranted, "ServiceAccount "+other+"/default")
+}
+
 func TestTenancyShippedRBACIsLeastPrivilege(t *testing.T) {
 	for _, path := range []string{"artifacts/rbac/convoy-apiserver.yaml", "artifacts/deploy/base/copies/rbac/convoy-apiserver.yaml"} {
 		f, err := os.Open(filepath.Join(env.root, path))
@@ -270,6 +324,12 @@ func TestTenancyShippedRBACIsLeastPrivilege(t *testing.T) {
 		f.Close()
 		impersonates := false
 		for _, obj := range objs {
+			if kind := obj.GetKind(); kind == "ClusterRoleBinding" || kind == "RoleBinding" {
+				var binding rbacv1.RoleBinding
+				typed(t, obj, &binding)
+				assert.NotEqual(t, cluster.ImpersonationClusterRole, binding.RoleRef.Name,
+					"%s: %s %s binds the impersonation of ServiceAccounts: the recommended install leaves it to each namespace", path, kind, obj.GetName())
+			}
 			if obj.GetKind() != "ClusterRole" && obj.GetKind() != "Role" {
 				continue
 			}
