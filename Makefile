@@ -31,15 +31,26 @@ print-docker-build-args:
 testbin:
 	@hack/testbin.sh >/dev/null
 
-## test: unit tests, then the e2e tests against a real etcd and kube-apiserver
-test: testbin
-	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) ./...
+# The packages that need no control plane.
+UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane)
+# The e2e package takes about 8 minutes, more on a loaded machine: past go
+# test's default of 10.
+E2E_TIMEOUT ?= 40m
 
+## test: unit tests with the race detector, then the e2e tests against a real
+## etcd and kube-apiserver
+test: test-unit testbin
+	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
+
+## test-unit: unit tests with the race detector; then the Sandbox tests
+## without it, whose child process (the test binary) must not carry the race
+## detector's shadow memory into its RLIMIT_DATA
 test-unit:
-	$(GO) test $(GOTEST_FLAGS) $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane)
+	$(GO) test -race $(GOTEST_FLAGS) $(UNIT_PKGS)
+	$(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
 
 test-e2e: testbin
-	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -count=1 -v ./test/e2e/...
+	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
 
 ## verify: generated code is current, code is formatted and vetted
 verify:

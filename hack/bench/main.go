@@ -2,21 +2,28 @@
 
 // Command bench measures the drift check against a real local control plane
 // (what `make bench` runs): a Release of N objects (ConfigMaps, Deployments
-// and Services) is compared with the live objects three ways, in the same run:
+// and Services) is compared with the live objects several ways, in the same
+// run:
 //
 //   - convoy's engine in this process (render + compare), counting its API
-//     requests with a counting transport;
-//   - GET releases/NAME/diff through the kube-apiserver and the APIService;
-//   - `kubectl diff --server-side -f` on the same objects, counting its API
-//     requests from kubectl's -v=6 log.
+//     requests with a counting transport: cold (every live object changed
+//     since the last check, so no compare can be reused), cold with a GET
+//     per object instead of the read-ahead, and warm;
+//   - GET releases/NAME/diff through the kube-apiserver and the APIService,
+//     cold and warm;
+//   - `kubectl diff --server-side -f` on the same objects (cold: a new
+//     process each time), counting its API requests from kubectl's -v=6 log.
 //
-// It prints the median wall time of each, the ratios and the requests per
-// object.
+// Before each cold run every live object is changed (an annotation of a
+// field manager of its own, which the compare ignores). It prints the
+// median wall time of each, the ratios to kubectl and the requests per
+// object; the headline is cold against cold.
 package main
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -25,16 +32,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
@@ -131,7 +143,7 @@ func run() error {
 		return err
 	}
 
-	// 1. The engine in this process, with a counting transport.
+	// The engine in this process, with a counting transport.
 	var requests atomic.Int64
 	cfg := cp.AdminConfig()
 	cfg.QPS, cfg.Burst = cluster.DefaultQPS, cluster.DefaultBurst
@@ -144,34 +156,60 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	engine := compare.NewEngine(redact.New(), compare.DefaultWorkers)
 	renderer := render.NewRenderer(render.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
-	reader := cluster.NewReader(dyn, mapper, "admin")
-	var engineReqs []int64
-	engineTimes, err := measure(*runs, func() error {
-		requests.Store(0)
-		r, err := renderer.Render(ctx, release)
-		if err != nil {
-			return err
+	touch, err := toucher(cp, manifest)
+	if err != nil {
+		return err
+	}
+	// engine runs a render and a compare with a Reader of its own (a cold
+	// read-ahead), and counts their requests into reqs.
+	engine := func(e *compare.Engine, readAhead bool, reqs *[]int64) func() error {
+		return func() error {
+			requests.Store(0)
+			r, err := renderer.Render(ctx, release)
+			if err != nil {
+				return err
+			}
+			var client compare.Client = cluster.NewReader(dyn, mapper, "admin")
+			if !readAhead {
+				client = oneByOne{client}
+			}
+			res := e.Compare(ctx, client, r.Objects)
+			if res.Result != subresourcesv1alpha1.DiffDrifted {
+				return fmt.Errorf("engine: %s %s: %s", res.Result, res.Reason, res.Message)
+			}
+			*reqs = append(*reqs, requests.Load())
+			return nil
 		}
-		res := engine.Compare(ctx, reader, r.Objects)
-		if res.Result != subresourcesv1alpha1.DiffDrifted {
-			return fmt.Errorf("engine: %s %s: %s", res.Result, res.Reason, res.Message)
-		}
-		engineReqs = append(engineReqs, requests.Load())
-		return nil
-	})
+	}
+	var coldReqs, oneByOneReqs, warmReqs []int64
+	// Cold: no compare to reuse (a new engine, no cache), every object read
+	// (ahead, by LIST where it is worth it) and dry-run.
+	coldEngine, err := measure(*runs, touch, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), true, &coldReqs))
+	if err != nil {
+		return err
+	}
+	oneByOneEngine, err := measure(*runs, touch, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), false, &oneByOneReqs))
+	if err != nil {
+		return err
+	}
+	// Warm: the compares of the run before are reused when the live object
+	// did not change (as /diff reuses them): reads, no dry run.
+	warm := compare.NewEngine(redact.New(), compare.DefaultWorkers).WithCache(compare.NewResultCache(time.Hour, clock.RealClock{}))
+	warmEngine, err := measure(*runs, nil, engine(warm, true, &warmReqs))
 	if err != nil {
 		return err
 	}
 
-	// 2. GET /diff through the aggregator.
+	// GET /diff through the aggregator: cold when every live object changed
+	// since the last one (touched: its compare cannot be reused), warm when
+	// nothing did.
 	admin, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
 		return err
 	}
 	path := fmt.Sprintf("/apis/%s/v1alpha1/namespaces/%s/releases/app/diff", subresourcesv1alpha1.GroupName, namespace)
-	diffTimes, err := measure(*runs, func() error {
+	diff := func() error {
 		body, err := admin.CoreV1().RESTClient().Get().AbsPath(path).DoRaw(ctx)
 		if err != nil {
 			return err
@@ -180,14 +218,20 @@ func run() error {
 			return fmt.Errorf("/diff: %s", body[:min(len(body), 300)])
 		}
 		return nil
-	})
+	}
+	coldDiff, err := measure(*runs, touch, diff)
+	if err != nil {
+		return err
+	}
+	warmDiff, err := measure(*runs, nil, diff)
 	if err != nil {
 		return err
 	}
 
-	// 3. kubectl diff --server-side on the same objects.
+	// kubectl diff --server-side on the same objects: a new process each
+	// run, cold.
 	var kubectlReqs []int64
-	kubectlTimes, err := measure(*runs, func() error {
+	kubectlTimes, err := measure(*runs, touch, func() error {
 		cmd := cp.Kubectl("diff", "--server-side", "--field-manager=convoy", "--force-conflicts", "-f", file, "-v=6")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -203,17 +247,94 @@ func run() error {
 	}
 
 	n := float64(*objects)
-	e, d, k := median(engineTimes), median(diffTimes), median(kubectlTimes)
-	fmt.Printf("\nDrift check of a Release of %d objects (%d ConfigMaps, %d Deployments, %d Services), median of %d runs:\n\n",
+	k := median(kubectlTimes)
+	fmt.Printf("\nDrift check of a Release of %d objects (%d ConfigMaps, %d Deployments, %d Services), median of %d runs.\n",
 		*objects, *objects-2*(*objects/3), *objects/3, *objects/3, *runs)
-	fmt.Printf("| way | wall time | vs kubectl | API requests | per object |\n|---|---|---|---|---|\n")
-	fmt.Printf("| convoy engine (render + compare, in process) | %s | %.1fx faster | %d | %.2f |\n",
-		e.Round(time.Millisecond), k.Seconds()/e.Seconds(), medianInt(engineReqs), float64(medianInt(engineReqs))/n)
-	fmt.Printf("| GET releases/app/diff (through the aggregator) | %s | %.1fx faster | | |\n",
-		d.Round(time.Millisecond), k.Seconds()/d.Seconds())
-	fmt.Printf("| kubectl diff --server-side -f | %s | 1.0x | %d | %.2f |\n",
+	fmt.Printf("Cold: every live object changed since the last check (no compare can be reused); warm: nothing did.\n\n")
+	fmt.Printf("| way | cache | wall time | vs kubectl (cold) | API requests | per object |\n|---|---|---|---|---|---|\n")
+	row := func(way, state string, times []time.Duration, reqs []int64) {
+		t := median(times)
+		cells := "| |"
+		if reqs != nil {
+			cells = fmt.Sprintf("| %d | %.2f |", medianInt(reqs), float64(medianInt(reqs))/n)
+		}
+		fmt.Printf("| %s | %s | %s | %.1fx faster %s\n", way, state, t.Round(time.Millisecond), k.Seconds()/t.Seconds(), cells)
+	}
+	row("convoy engine (render + compare, in process)", "**cold**", coldEngine, coldReqs)
+	row("convoy engine, a GET per object (no read-ahead)", "cold", oneByOneEngine, oneByOneReqs)
+	row("convoy engine", "warm", warmEngine, warmReqs)
+	row("GET releases/app/diff (through the aggregator)", "**cold**", coldDiff, nil)
+	row("GET releases/app/diff", "warm", warmDiff, nil)
+	fmt.Printf("| kubectl diff --server-side -f | **cold** | %s | 1.0x | %d | %.2f |\n",
 		k.Round(time.Millisecond), medianInt(kubectlReqs), float64(medianInt(kubectlReqs))/n)
+	fmt.Printf("\nHeadline, cold against cold: the engine %.1fx, /diff %.1fx faster than kubectl diff --server-side.\n",
+		k.Seconds()/median(coldEngine).Seconds(), k.Seconds()/median(coldDiff).Seconds())
 	return nil
+}
+
+// oneByOne hides the read-ahead of a Client: the engine reads each object
+// with a GET.
+type oneByOne struct{ compare.Client }
+
+// toucher returns a function that changes every live object of the Release
+// (an annotation of a field manager of its own, which the compare ignores),
+// so that no compare made before can be reused: what a cold check sees.
+func toucher(cp *controlplane.ControlPlane, manifest string) (func() error, error) {
+	dyn, err := dynamic.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range strings.Split(manifest, "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil || len(u.Object) == 0 {
+			continue
+		}
+		objs = append(objs, u)
+	}
+	var round atomic.Int64
+	return func() error {
+		n := round.Add(1)
+		return parallel(16, len(objs), func(i int) error {
+			o := objs[i]
+			touch := &unstructured.Unstructured{}
+			touch.SetAPIVersion(o.GetAPIVersion())
+			touch.SetKind(o.GetKind())
+			touch.SetName(o.GetName())
+			touch.SetNamespace(namespace)
+			touch.SetAnnotations(map[string]string{"bench.convoy.kumodo.io/round": strconv.FormatInt(n, 10)})
+			_, err := dyn.Resource(resourceOf(o.GetKind())).Namespace(namespace).Apply(context.Background(), o.GetName(), touch,
+				metav1.ApplyOptions{FieldManager: "bench-touch", Force: true})
+			return err
+		})
+	}, nil
+}
+
+// resourceOf is the resource of the kinds of the benchmark.
+func resourceOf(kind string) schema.GroupVersionResource {
+	switch kind {
+	case "Deployment":
+		return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	case "Service":
+		return schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	}
+	return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+}
+
+// parallel runs f(0..n-1), workers at a time, and returns the first error.
+func parallel(workers, n int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	sem := make(chan struct{}, workers)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = f(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // responseLine matches one response in kubectl's -v=6 log.
@@ -237,12 +358,19 @@ func dynamicAndMapper(cfg *rest.Config, kube kubernetes.Interface) (*dynamic.Dyn
 	return dyn, cluster.NewMapper(kube.Discovery(), clock.RealClock{}, cluster.DefaultRefreshInterval), nil
 }
 
-func measure(runs int, f func() error) ([]time.Duration, error) {
-	if err := f(); err != nil { // warm-up: caches, connections, discovery
+// measure runs f once to warm up (connections, discovery), then runs times,
+// each after before (not timed) when it is set.
+func measure(runs int, before, f func() error) ([]time.Duration, error) {
+	if err := f(); err != nil { // warm-up: connections, discovery
 		return nil, err
 	}
 	var times []time.Duration
 	for range runs {
+		if before != nil {
+			if err := before(); err != nil {
+				return nil, err
+			}
+		}
 		start := time.Now()
 		if err := f(); err != nil {
 			return nil, err

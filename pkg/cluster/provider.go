@@ -107,6 +107,9 @@ type Target struct {
 	// Snapshots shares metadata-only LISTs of the cluster, as the Target's
 	// identity, between passes; nil when Options.ListFreshness is 0.
 	Snapshots *Snapshots
+	// Collections remembers the sizes of collections the read-aheads of
+	// the passes listed (Reader.ReadAhead).
+	Collections *Collections
 }
 
 // Access is what a Release may use: its identity, the cluster
@@ -323,8 +326,9 @@ func (p *Provider) impersonate(id Identity) (*homeClients, error) {
 		return nil, err
 	}
 	return &homeClients{
-		kube:   kube,
-		target: &Target{Name: "", Config: cfg, HTTPClient: hc, Dynamic: dyn, Mapper: p.local.Mapper, Snapshots: snapshots},
+		kube: kube,
+		target: &Target{Name: "", Config: cfg, HTTPClient: hc, Dynamic: dyn, Mapper: p.local.Mapper, Snapshots: snapshots,
+			Collections: NewCollections(clock.RealClock{})},
 	}, nil
 }
 
@@ -448,12 +452,13 @@ func (p *Provider) newTarget(name string, cfg *rest.Config, policy *AddressPolic
 		return nil, err
 	}
 	return &Target{
-		Name:       name,
-		Config:     cfg,
-		HTTPClient: hc,
-		Dynamic:    dyn,
-		Mapper:     NewMapper(disc, clock.RealClock{}, DefaultRefreshInterval),
-		Snapshots:  snapshots,
+		Name:        name,
+		Config:      cfg,
+		HTTPClient:  hc,
+		Dynamic:     dyn,
+		Mapper:      NewMapper(disc, clock.RealClock{}, DefaultRefreshInterval),
+		Snapshots:   snapshots,
+		Collections: NewCollections(clock.RealClock{}),
 	}, nil
 }
 

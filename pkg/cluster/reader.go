@@ -15,9 +15,11 @@ import (
 
 // Reader reads the live objects of a Release's target cluster as the
 // Release's identity: the compare and the health pass share it. It maps
-// kinds with the target's REST mapper and, when built with shared LISTs,
+// kinds with the target's REST mapper; when built with shared LISTs, it
 // tells the resourceVersion of an object from a metadata-only LIST
-// (Snapshots) without reading it. It is safe for concurrent use.
+// (Snapshots) without reading it; after ReadAhead, it answers reads from
+// the LISTs of whole objects it made. A Reader serves one pass; it is safe
+// for concurrent use once ReadAhead returned.
 type Reader struct {
 	dynamic dynamic.Interface
 	mapper  meta.RESTMapper
@@ -25,13 +27,18 @@ type Reader struct {
 	who     string
 	// snapshots is nil when the Reader reads every object.
 	snapshots *Snapshots
+	// collections remembers the sizes of the collections read ahead; nil:
+	// none is remembered.
+	collections *Collections
+	// ahead is what ReadAhead read; nil before.
+	ahead *readAhead
 }
 
 // Reader returns the Reader of a's target cluster. With lists, its
 // ResourceVersion answers from the target's shared metadata-only LISTs;
 // without, it cannot tell (known is false) and callers read.
 func (a *Access) Reader(lists bool) *Reader {
-	r := &Reader{dynamic: a.Target.Dynamic, mapper: a.Target.Mapper, cluster: a.Target.Name, who: a.Who()}
+	r := &Reader{dynamic: a.Target.Dynamic, mapper: a.Target.Mapper, cluster: a.Target.Name, who: a.Who(), collections: a.Target.Collections}
 	if lists {
 		r.snapshots = a.Target.Snapshots
 	}
@@ -79,6 +86,17 @@ func (r *Reader) resource(gvk schema.GroupVersionKind, namespace string) (dynami
 // Get reads the live object; a missing object returns an error for which
 // apierrors.IsNotFound is true.
 func (r *Reader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if r.ahead != nil {
+		if mapping, err := r.Mapping(gvk); err == nil {
+			key := snapshotKey{resource: mapping.Resource}
+			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+				key.namespace = namespace
+			}
+			if obj, err, ok := r.ahead.get(key, name); ok {
+				return obj, err
+			}
+		}
+	}
 	ri, err := r.resource(gvk, namespace)
 	if err != nil {
 		return nil, err

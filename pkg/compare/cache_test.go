@@ -172,3 +172,36 @@ func TestResultKeyOf(t *testing.T) {
 		assert.NotEqual(t, base, other, name)
 	}
 }
+
+// aheadClient records what the engine asks it to read ahead.
+type aheadClient struct {
+	cachingClient
+	ahead *[][]string
+}
+
+func (c aheadClient) ReadAhead(_ context.Context, objects []*unstructured.Unstructured) {
+	var names []string
+	for _, o := range objects {
+		names = append(names, o.GetName())
+	}
+	*c.ahead = append(*c.ahead, names)
+}
+
+// The engine asks a client that reads ahead for the objects it is about to
+// read: every object but those a shared LIST showed unchanged since a
+// compare to reuse, once per compare, before any read.
+func TestEngineReadsAheadTheColdObjects(t *testing.T) {
+	web, api := deployment("shop", "web", 3, "shop:1"), deployment("shop", "api", 1, "api:1")
+	f := newFake(withRV(liveOf(web), "1"), withRV(liveOf(api), "7"))
+	var ahead [][]string
+	client := aheadClient{cachingClient: cachingClient{fakeClient: f, listed: map[string]string{"web": "1", "api": "7"}}, ahead: &ahead}
+
+	require.Equal(t, subresourcesv1alpha1.DiffInSync, newTestEngine(2).Compare(context.Background(), client, []*unstructured.Unstructured{web, api}).Result)
+	assert.Equal(t, [][]string{{"web", "api"}}, ahead, "without a cache: every object")
+
+	ahead = nil
+	engine := newTestEngine(2).WithCache(NewResultCache(time.Hour, clocktesting.NewFakePassiveClock(time.Now())))
+	engine.Compare(context.Background(), client, []*unstructured.Unstructured{web, api})
+	engine.Compare(context.Background(), client, []*unstructured.Unstructured{deployment("shop", "web", 4, "shop:1"), api})
+	assert.Equal(t, [][]string{{"web", "api"}, {"web"}}, ahead, "a first pass reads all ahead; then only what changed")
+}

@@ -23,10 +23,11 @@ type Client interface {
 }
 
 var (
-	_ Client     = &cluster.Reader{}
-	_ Identified = &cluster.Reader{}
-	_ Located    = &cluster.Reader{}
-	_ Lister     = &cluster.Reader{}
+	_ Client      = &cluster.Reader{}
+	_ Identified  = &cluster.Reader{}
+	_ Located     = &cluster.Reader{}
+	_ Lister      = &cluster.Reader{}
+	_ ReaderAhead = &cluster.Reader{}
 )
 
 // Identified is a Client that names whom its requests are made as. The

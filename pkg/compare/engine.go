@@ -13,6 +13,7 @@ package compare
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -90,8 +91,12 @@ func Undetermined(reason, message string) *Result {
 
 // Compare compares each desired object with the live one on c.
 //
-// At most e.workers objects are compared at a time, each with at most one
-// Get and one DryRunApply (a Missing object: one Get). The first error in
+// The cache (WithCache) and a client's shared LIST (Lister) first tell
+// which objects did not change since their last compare; a client that
+// reads ahead (ReaderAhead) is then given the others, which it may read with
+// a LIST per resource. At most e.workers objects are compared at a time,
+// each with at most one Get and one DryRunApply (a Missing object: one Get;
+// a Get may be answered from the read-ahead). The first error in
 // render order ends the compare: the objects after it are no longer
 // started and those in flight are canceled, while those before it run to
 // their end, so that the result does not depend on which request failed
@@ -106,6 +111,16 @@ func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.
 	who := "the client"
 	if id, ok := c.(Identified); ok && id.Who() != "" {
 		who = id.Who()
+	}
+	plans := e.plan(ctx, c, who, desired)
+	if ra, ok := c.(ReaderAhead); ok {
+		var read []*unstructured.Unstructured
+		for i, p := range plans {
+			if !p.reused {
+				read = append(read, desired[i])
+			}
+		}
+		ra.ReadAhead(ctx, read)
 	}
 	n := len(desired)
 	diffs := make([]subresourcesv1alpha1.ObjectDiff, n)
@@ -168,7 +183,7 @@ dispatch:
 					fail(i, &failure.Error{Reason: failure.ReasonInternalError, Message: fmt.Sprintf("%s: %s", convoyv1alpha1.ObjectKeyOf(obj).Describe(), failure.Panicked(ctx, r))})
 				}
 			}()
-			d, f := e.compareOne(octx, c, who, obj)
+			d, f := e.compareOne(octx, c, who, obj, plans[i])
 			if f != nil {
 				fail(i, f)
 				return
@@ -185,8 +200,65 @@ dispatch:
 	return summarize(desired, diffs)
 }
 
+// ReaderAhead is a Client that can read ahead, with a LIST per resource
+// where that costs less than a GET per object, the objects a compare is
+// about to read one by one (cluster.Reader.ReadAhead).
+type ReaderAhead interface {
+	ReadAhead(ctx context.Context, objects []*unstructured.Unstructured)
+}
+
+// objectPlan is what the cache says of one desired object before the
+// compare: its key and hash, the compare to reuse if any, and whether a
+// shared LIST already told that the live object did not change since
+// (reused: no read, no dry run).
+type objectPlan struct {
+	cached   bool // the cache applies to the object
+	key      resultKey
+	hash     [sha256.Size]byte
+	hasPrior bool
+	prior    cachedResult
+	reused   bool
+}
+
+// plan looks every desired object up in the cache, and those with a compare
+// to reuse up in the client's shared LIST (Lister): an object the LIST saw
+// with the resourceVersion of that compare is reused, with no read and no
+// dry run. An object the LIST did not see is read: it may be newer than the
+// LIST. The LIST is asked only about objects with a compare to reuse (not in
+// a first pass, nor after the desired object changed), so that the
+// Snapshots count only the lookups a LIST can save.
+func (e *Engine) plan(ctx context.Context, c Client, who string, desired []*unstructured.Unstructured) []objectPlan {
+	plans := make([]objectPlan, len(desired))
+	if e.cache == nil {
+		return plans
+	}
+	var cluster string
+	if l, ok := c.(Located); ok {
+		cluster = l.Cluster()
+	}
+	lister, lists := c.(Lister)
+	for i, obj := range desired {
+		hash, err := hashOf(obj)
+		if err != nil {
+			continue
+		}
+		p := &plans[i]
+		gvk := obj.GroupVersionKind()
+		p.cached, p.hash = true, hash
+		p.key = resultKeyOf(who, cluster, gvk, obj.GetNamespace(), obj.GetName())
+		p.prior, p.hasPrior = e.cache.prior(p.key, hash)
+		if p.hasPrior && lists {
+			if rv, exists, known := lister.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == p.prior.rv {
+				cacheResults.WithLabelValues("hit").Inc()
+				p.reused = true
+			}
+		}
+	}
+	return plans
+}
+
 // compareOne compares one object.
-func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unstructured.Unstructured) (subresourcesv1alpha1.ObjectDiff, *failure.Error) {
+func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unstructured.Unstructured, p objectPlan) (subresourcesv1alpha1.ObjectDiff, *failure.Error) {
 	gvk := obj.GroupVersionKind()
 	d := subresourcesv1alpha1.ObjectDiff{
 		Group:     gvk.Group,
@@ -195,37 +267,10 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 		Namespace: obj.GetNamespace(),
 		Name:      obj.GetName(),
 	}
-	var (
-		key  resultKey
-		hash [32]byte
-	)
-	cached := e.cache != nil
-	if cached {
-		var cluster string
-		if l, ok := c.(Located); ok {
-			cluster = l.Cluster()
-		}
-		key = resultKeyOf(who, cluster, gvk, obj.GetNamespace(), obj.GetName())
-		var err error
-		if hash, err = hashOf(obj); err != nil {
-			cached = false
-		}
+	if p.reused {
+		return p.prior.withOutcome(d), nil
 	}
-	if cached {
-		// Unchanged since a shared LIST saw it: no read, no dry run. An
-		// object the LIST did not see is read: it may be newer than the LIST.
-		// The LIST is asked only for an object with a compare to reuse (not
-		// in a first pass, nor after the desired object changed), so that
-		// the Snapshots count only the lookups a LIST can save.
-		if l, ok := c.(Lister); ok {
-			if prior, ok := e.cache.prior(key, hash); ok {
-				if rv, exists, known := l.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == prior.rv {
-					cacheResults.WithLabelValues("hit").Inc()
-					return prior.withOutcome(d), nil
-				}
-			}
-		}
-	}
+	cached, key, hash := p.cached, p.key, p.hash
 	live, err := c.Get(ctx, gvk, obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		if apierrors.IsNotFound(err) && !isResourceNotServed(err) {

@@ -18,7 +18,7 @@ import (
 // and as objects). what names the render in the message. An error of r is
 // returned as it is.
 func decodeObjects(r io.Reader, maxObjects int, what string) ([]*unstructured.Unstructured, error) {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(&squashSpace{r: r})
 	if tok, err := dec.Token(); err != nil {
 		return nil, err
 	} else if tok != json.Delim('[') {
@@ -44,6 +44,55 @@ func decodeObjects(r io.Reader, maxObjects int, what string) ([]*unstructured.Un
 		return nil, err
 	}
 	return objects, nil
+}
+
+// squashSpace reads JSON from r with every run of white space outside
+// strings cut to one space. json.Decoder keeps in its buffer the white space
+// it skips before a token, so a stored render of 300 MB of spaces between
+// two objects would fill memory up to the limit of bytes (and twice that
+// while the buffer grows); cut, it holds one byte. A run is kept as one space
+// so that two tokens never run into one another.
+type squashSpace struct {
+	r        io.Reader
+	inString bool
+	escaped  bool
+	space    bool // the last byte given was white space outside a string
+}
+
+func (s *squashSpace) Read(p []byte) (int, error) {
+	for {
+		n, err := s.r.Read(p)
+		out := 0
+		for _, c := range p[:n] {
+			switch {
+			case s.inString:
+				switch {
+				case s.escaped:
+					s.escaped = false
+				case c == '\\':
+					s.escaped = true
+				case c == '"':
+					s.inString = false
+				}
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				if s.space {
+					continue
+				}
+				s.space = true
+				p[out] = ' '
+				out++
+				continue
+			case c == '"':
+				s.inString = true
+			}
+			s.space = false
+			p[out] = c
+			out++
+		}
+		if out > 0 || err != nil || n == 0 {
+			return out, err
+		}
+	}
 }
 
 // errInflatesTooFar is the error of a reader past its limit (limitReader).

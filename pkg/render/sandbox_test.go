@@ -35,8 +35,19 @@ func sandboxed(t *testing.T, concurrency int, limits Limits, objs ...runtime.Obj
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	engine := NewEngine(NewSandbox(exe, concurrency, limits), limits)
+	engine := NewEngine(NewSandbox(exe, concurrency, childLimits(limits)), limits)
 	return engine.Renderer(ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
+}
+
+// childLimits are limits for a child that is this test binary: with the
+// race detector, whose shadow memory alone passes any sensible
+// --render-memory-limit, the memory is not limited unless the test says so.
+// (`make test` runs the Sandbox tests without the race detector too.)
+func childLimits(limits Limits) Limits {
+	if raceEnabled && limits.Memory == 0 {
+		limits.Memory = 64 << 30
+	}
+	return limits
 }
 
 // runaway is a chart whose template loops a billion times.
@@ -115,7 +126,7 @@ func TestSandboxStopsARunawayTemplate(t *testing.T) {
 func TestSandboxSlots(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	engine := NewEngine(NewSandbox(exe, 1, Limits{}), Limits{Timeout: 2 * time.Second})
+	engine := NewEngine(NewSandbox(exe, 1, childLimits(Limits{})), Limits{Timeout: 2 * time.Second})
 	client := fake.NewClientset(chartConfigMap("runaway", runaway(t)), chartConfigMap("small", buildChart(t, "mychart", testChartFiles())))
 	r := engine.Renderer(ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
 	var wg sync.WaitGroup
@@ -151,6 +162,9 @@ func TestSandboxChildThatFails(t *testing.T) {
 // the kernel (RLIMIT_DATA), not only slowed down by its Go runtime: the
 // render fails with a reason of its own and the flag in the message.
 func TestSandboxBoundsItsMemory(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory counts against RLIMIT_DATA: `make test` runs this test without it")
+	}
 	files := map[string]string{
 		"Chart.yaml": "apiVersion: v2\nname: hungry\nversion: 0.1.0\n",
 		// A string that doubles 27 times: 128 MiB, then its copies.

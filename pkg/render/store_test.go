@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
+	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,4 +106,19 @@ func TestStorePutTooLarge(t *testing.T) {
 	assert.Contains(t, err.Error(), "shop/web")
 	secrets, _ := client.CoreV1().Secrets("shop").List(context.Background(), metav1.ListOptions{})
 	assert.Empty(t, secrets.Items, "nothing half-stored")
+}
+
+// White space outside strings is cut to one space as a render is decoded;
+// strings keep theirs, escaped quotes included.
+func TestSquashSpace(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"[ \n\t {\"a\" :  1 } ,\n\n {} ]", `[ {"a" : 1 } , {} ]`},
+		{`["a  b", "c\"  d",  "\\"  ]`, `["a  b", "c\"  d", "\\" ]`},
+		{"[1 2]", "[1 2]"},
+		{"", ""},
+	} {
+		out, err := io.ReadAll(&squashSpace{r: iotest.OneByteReader(strings.NewReader(tc.in))})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, string(out), "%q", tc.in)
+	}
 }

@@ -1,0 +1,8 @@
+//go:build race
+
+package render
+
+// raceEnabled: the test binary, which the Sandbox tests run as a chart's
+// child process, is built with the race detector, whose shadow memory
+// counts against RLIMIT_DATA.
+const raceEnabled = true
