@@ -29,6 +29,9 @@ type costs struct {
 	// ConfigMaps, paged like cluster.Snapshots, as the Release's identity
 	// (its share of the LIST).
 	listItem float64
+	// fullListItem is an item of a LIST of whole objects of the same
+	// ConfigMaps (what cluster.Reader.ReadAhead sends).
+	fullListItem float64
 	// patch is a merge patch of a Release's spec (the benchmark's trigger
 	// of the spec-changed round); apply is a server-side apply of a
 	// Release's status conditions (what the observer writes).
@@ -67,31 +70,25 @@ func (f *fleet) measureCosts(ctx context.Context) (costs, error) {
 		return c, err
 	}
 
-	// At least 10 LISTs and 500,000 items: a LIST of 15,000 items costs
-	// little more than the CPU ticks (10 ms) that measure it.
-	var items atomic.Int64
-	cpu, took, err := f.cpuOf(func() error {
-		for i := 0; i < 10 || items.Load() < 500_000; i++ {
-			opts := metav1.ListOptions{Limit: 1000}
-			for {
-				page, err := meta.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(namespace).List(ctx, opts)
-				if err != nil {
-					return err
-				}
-				items.Add(int64(len(page.Items)))
-				if opts.Continue = page.Continue; opts.Continue == "" {
-					break
-				}
-			}
+	configMaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if c.listItem, err = f.listCost(idle, "metadata-only", func(opts metav1.ListOptions) (int, string, error) {
+		page, err := meta.Resource(configMaps).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return 0, "", err
 		}
-		return nil
-	})
-	if err != nil {
+		return len(page.Items), page.Continue, nil
+	}); err != nil {
 		return c, err
 	}
-	c.listItem = 1000 * max(cpu-idle*took.Seconds(), 0) / float64(items.Load()) // ms per item
-	fmt.Fprintf(os.Stderr, "bench-fleet: metadata-only LISTs: %d items in %s, %.2f s of kube-apiserver CPU (idle: %.3f/s)\n",
-		items.Load(), took.Round(time.Millisecond), cpu, idle)
+	if c.fullListItem, err = f.listCost(idle, "whole-object", func(opts metav1.ListOptions) (int, string, error) {
+		page, err := dyn.Resource(configMaps).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return 0, "", err
+		}
+		return len(page.Items), page.GetContinue(), nil
+	}); err != nil {
+		return c, err
+	}
 
 	writes := min(f.n, 1000)
 	if c.patch, err = f.cpuPer(idle, writes, func() error {
@@ -120,6 +117,36 @@ func (f *fleet) measureCosts(ctx context.Context) (costs, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// listCost is kube-apiserver's CPU milliseconds per item of the LISTs list
+// sends (pages of 1,000), less the idle rate: at least 10 LISTs and 500,000
+// items, since a LIST of 15,000 items costs little more than the CPU ticks
+// (10 ms) that measure it.
+func (f *fleet) listCost(idle float64, what string, list func(metav1.ListOptions) (int, string, error)) (float64, error) {
+	var items atomic.Int64
+	cpu, took, err := f.cpuOf(func() error {
+		for i := 0; i < 10 || items.Load() < 500_000; i++ {
+			opts := metav1.ListOptions{Limit: 1000}
+			for {
+				n, next, err := list(opts)
+				if err != nil {
+					return err
+				}
+				items.Add(int64(n))
+				if opts.Continue = next; opts.Continue == "" {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "bench-fleet: %s LISTs: %d items in %s, %.2f s of kube-apiserver CPU (idle: %.3f/s)\n",
+		what, items.Load(), took.Round(time.Millisecond), cpu, idle)
+	return 1000 * max(cpu-idle*took.Seconds(), 0) / float64(items.Load()), nil // ms per item
 }
 
 // idleRate is kube-apiserver's CPU seconds per second with nothing sent.
@@ -153,8 +180,10 @@ func (f *fleet) cpuPer(idle float64, n int, do func() error) (float64, error) {
 func (c costs) print(rows []row) {
 	fmt.Printf("\nkube-apiserver CPU per request, measured after the rounds with nothing else running: a GET of an object %.2f ms, "+
 		"a metadata-only LIST %.1f ms per 1,000 items (one GET costs as much as %.0f listed items; convoy-apiserver assumes %d), "+
+		"a LIST of whole objects %.1f ms per 1,000 items (one GET costs as much as %.0f; the read-ahead assumes %d), "+
 		"a spec patch %.2f ms, a status apply %.2f ms.\n",
-		c.get, c.listItem*1000, c.get/c.listItem, cluster.ListCostRatio, c.patch, c.apply)
+		c.get, c.listItem*1000, c.get/c.listItem, cluster.ListCostRatio,
+		c.fullListItem*1000, c.get/c.fullListItem, cluster.FullListCostRatio, c.patch, c.apply)
 	for _, r := range rows {
 		if r.patches == 0 {
 			continue
