@@ -16,7 +16,8 @@ import (
 // Reasons of a Result. Callers add their own for errors found before the
 // compare (RenderFailed, ClusterNotFound, ...) with Undetermined. An object
 // the credentials may not read or dry-run (401, or 403 not from admission)
-// is failure.ReasonForbidden; a panic, failure.ReasonInternalError.
+// is failure.ReasonForbidden; a panic, failure.ReasonInternalError; a
+// network failure, a timeout, a 5xx or a 429, failure.ReasonClusterUnreachable.
 const (
 	// ReasonInSync: every object is in sync.
 	ReasonInSync = "InSync"
@@ -34,9 +35,6 @@ const (
 	// ReasonReadFailed: reading the live object failed with an error other
 	// than NotFound.
 	ReasonReadFailed = "ReadFailed"
-	// ReasonClusterUnreachable: the network failed or timed out, or the API
-	// server answered 5xx or 429.
-	ReasonClusterUnreachable = "ClusterUnreachable"
 	// ReasonCanceled: the caller canceled the compare.
 	ReasonCanceled = "Canceled"
 	// ReasonInvalidObject: an object of the render has no kind or name.
@@ -74,7 +72,7 @@ func classify(s step, who string, err error) (reason, what string) {
 	case errors.Is(err, context.Canceled):
 		return ReasonCanceled, s.String() + " was canceled"
 	case errors.Is(err, context.DeadlineExceeded):
-		return ReasonClusterUnreachable, s.String() + " timed out"
+		return failure.ReasonClusterUnreachable, s.String() + " timed out"
 	case meta.IsNoMatchError(err):
 		return ReasonNoKindMatch, "the cluster does not know the kind"
 	case isResourceNotServed(err):
@@ -90,7 +88,7 @@ func classify(s step, who string, err error) (reason, what string) {
 		return classifyStatus(s, who, err, apiStatus)
 	}
 	if what := cluster.NetworkFailure(err); what != "" {
-		return ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
+		return failure.ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
 	}
 	if s == stepGet {
 		return ReasonReadFailed, "reading the live object failed"
@@ -114,10 +112,10 @@ func classifyStatus(s step, who string, err error, apiStatus apierrors.APIStatus
 		}
 		return failure.ReasonForbidden, fmt.Sprintf("%s may not %s (%s)", who, s.verb(), answer)
 	case apierrors.IsTooManyRequests(err):
-		return ReasonClusterUnreachable, fmt.Sprintf("the cluster throttled %s (%s)", s, answer)
+		return failure.ReasonClusterUnreachable, fmt.Sprintf("the cluster throttled %s (%s)", s, answer)
 	case status.Code >= 500, apierrors.IsInternalError(err), apierrors.IsServerTimeout(err),
 		apierrors.IsTimeout(err), apierrors.IsServiceUnavailable(err):
-		return ReasonClusterUnreachable, fmt.Sprintf("the cluster failed %s with a server error (%s)", s, answer)
+		return failure.ReasonClusterUnreachable, fmt.Sprintf("the cluster failed %s with a server error (%s)", s, answer)
 	case s == stepGet:
 		return ReasonReadFailed, fmt.Sprintf("reading the live object failed (%s)", answer)
 	default:

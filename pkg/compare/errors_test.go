@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 func TestClassify(t *testing.T) {
@@ -29,9 +30,9 @@ func TestClassify(t *testing.T) {
 		{"404 without details", stepGet, apierrors.NewNotFound(schema.GroupResource{}, ""), ReasonNoKindMatch},
 		{"conflict on the dry run", stepDryRun, apierrors.NewConflict(ns, "x", errors.New("c")), ReasonDryRunRejected},
 		{"unsupported media type on the dry run", stepDryRun, apierrors.NewGenericServerResponse(415, "PATCH", ns, "x", "", 0, false), ReasonDryRunRejected},
-		{"502 from a proxy", stepGet, apierrors.NewGenericServerResponse(502, "GET", ns, "x", "bad gateway", 0, true), ReasonClusterUnreachable},
-		{"server timeout", stepGet, apierrors.NewServerTimeout(ns, "get", 1), ReasonClusterUnreachable},
-		{"unexpected EOF", stepGet, fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), ReasonClusterUnreachable},
+		{"502 from a proxy", stepGet, apierrors.NewGenericServerResponse(502, "GET", ns, "x", "bad gateway", 0, true), failure.ReasonClusterUnreachable},
+		{"server timeout", stepGet, apierrors.NewServerTimeout(ns, "get", 1), failure.ReasonClusterUnreachable},
+		{"unexpected EOF", stepGet, fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), failure.ReasonClusterUnreachable},
 		{"gone on get", stepGet, apierrors.NewGone("gone"), ReasonReadFailed},
 		{"an error that names its reason", stepGet, &url.Error{Op: "Get", URL: "https://169.254.169.254", Err: &net.OpError{Op: "dial", Err: refusedAddress}}, "AddressNotAllowed"},
 	}

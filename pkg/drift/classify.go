@@ -6,7 +6,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
@@ -77,7 +76,7 @@ func classify(err error, otherwise string, identity cluster.Identity) *failure.E
 	case otherwise != ReasonRenderFailed, render.IsLimit(f.Reason):
 		return f
 	case f.Reason == render.ReasonInputUnavailable && cluster.NetworkFailure(f) != "":
-		return failure.Quiet(compare.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", cluster.NetworkFailure(f), f.Message)
+		return failure.Quiet(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", cluster.NetworkFailure(f), f.Message)
 	}
 	return failure.Quiet(ReasonRenderFailed, err, "%s: %s", f.Reason, f.Message)
 }

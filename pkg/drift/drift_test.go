@@ -75,7 +75,7 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 			Err: apierrors.NewForbidden(corev1.Resource("secrets"), "east", errors.New("no"))},
 			wantReason: failure.ReasonForbidden, wantMessage: []string{"ServiceAccount shop/deployer may not get Secret shop/east"}},
 		{name: "cluster unreachable while rendering", inputErr: refused,
-			wantReason: compare.ReasonClusterUnreachable, wantMessage: []string{"the cluster is unreachable (connection refused)"}},
+			wantReason: failure.ReasonClusterUnreachable, wantMessage: []string{"the cluster is unreachable (connection refused)"}},
 		{name: "cluster address not allowed while rendering",
 			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: cluster.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)}},
 			wantReason: cluster.ReasonAddressNotAllowed, wantMessage: []string{"connecting to 169.254.169.254:443 is not allowed: it is a link-local address"}},

@@ -26,6 +26,10 @@ const (
 	ReasonForbidden = "Forbidden"
 	// ReasonInternalError: a step panicked; the stack is in the log.
 	ReasonInternalError = "InternalError"
+	// ReasonClusterUnreachable: the network failed or timed out, or the API
+	// server answered 5xx or 429: the render's reads of the target cluster
+	// and the compare's alike.
+	ReasonClusterUnreachable = "ClusterUnreachable"
 )
 
 // Error is a failure that names its reason. Err is the underlying error, nil

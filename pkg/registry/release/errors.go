@@ -10,7 +10,6 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -64,7 +63,7 @@ func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 			fmt.Sprintf("rendering release %s failed (%s): %s", id, cause.Reason, cause.Message))
 		status.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseType(cause.Reason), Message: cause.Message}}
 		return status
-	case compare.ReasonClusterUnreachable:
+	case failure.ReasonClusterUnreachable:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("release %s: %s", id, f.Message))
 	case failure.ReasonInternalError:
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, f))

@@ -12,7 +12,6 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -49,7 +48,7 @@ func TestStatusOf(t *testing.T) {
 			wantCode: http.StatusUnprocessableEntity, wantReason: "ClusterNotFound", wantMessage: "release shop/web: Cluster.convoy.kumodo.io shop/east not found"},
 		{name: "a limit", err: &failure.Error{Reason: render.ReasonTooManyObjects, Message: "the render holds 6 objects"},
 			wantCode: http.StatusUnprocessableEntity, wantReason: "TooManyObjects", wantMessage: "release shop/web: the render holds 6 objects"},
-		{name: "cluster unreachable", err: &failure.Error{Reason: compare.ReasonClusterUnreachable, Message: "the cluster is unreachable (timeout)"},
+		{name: "cluster unreachable", err: &failure.Error{Reason: failure.ReasonClusterUnreachable, Message: "the cluster is unreachable (timeout)"},
 			wantCode: http.StatusServiceUnavailable, wantReason: metav1.StatusReasonServiceUnavailable, wantMessage: "release shop/web: the cluster is unreachable (timeout)"},
 		{name: "a panic", err: &failure.Error{Reason: failure.ReasonInternalError, Message: "internal error"},
 			wantCode: http.StatusInternalServerError, wantReason: metav1.StatusReasonInternalError, wantMessage: "release shop/web: internal error"},
