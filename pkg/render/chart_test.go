@@ -214,7 +214,7 @@ func TestRenderChartErrors(t *testing.T) {
 			name:    "not a gzip archive",
 			tgz:     func(*testing.T) []byte { return []byte("not a chart") },
 			reason:  ReasonChartInvalid,
-			message: []string{"configMap demo/src binaryData chart.tgz is not a Helm chart"},
+			message: []string{"ConfigMap demo/src binaryData chart.tgz is not a Helm chart"},
 		},
 		{
 			name: "no Chart.yaml",

@@ -159,7 +159,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key deploy.yaml document 2: v1 Service has no metadata.name"},
+			message: []string{"ConfigMap demo/app key deploy.yaml document 2: v1 Service has no metadata.name"},
 		},
 		{
 			name: "document without apiVersion",
@@ -168,7 +168,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key a.yaml document 1: object has no apiVersion"},
+			message: []string{"ConfigMap demo/app key a.yaml document 1: object has no apiVersion"},
 		},
 		{
 			name: "document without kind",
@@ -177,7 +177,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key a.yaml document 1: object has no kind"},
+			message: []string{"ConfigMap demo/app key a.yaml document 1: object has no kind"},
 		},
 		{
 			name: "bad apiVersion",
@@ -186,7 +186,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key a.yaml document 1: a/b/c X x"},
+			message: []string{"ConfigMap demo/app key a.yaml document 1: a/b/c X x"},
 		},
 		{
 			name: "YAML that does not parse",
@@ -195,7 +195,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key a.yaml document 2: yaml: line 1"},
+			message: []string{"ConfigMap demo/app key a.yaml document 2: yaml: line 1"},
 		},
 		{
 			name: "JSON that does not parse",
@@ -204,7 +204,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key a.json document 1"},
+			message: []string{"ConfigMap demo/app key a.json document 1"},
 		},
 		{
 			name: "document that is not an object",
@@ -213,7 +213,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key a.yaml document 1: not an object but an array"},
+			message: []string{"ConfigMap demo/app key a.yaml document 1: not an object but an array"},
 		},
 		{
 			name: "List item without a name",
@@ -222,7 +222,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"configMap demo/app key l.yaml document 1: List item 2: v1 ConfigMap has no metadata.name"},
+			message: []string{"ConfigMap demo/app key l.yaml document 1: List item 2: v1 ConfigMap has no metadata.name"},
 		},
 		{
 			name: "duplicate object across keys",
@@ -254,7 +254,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("src"),
 			reason:  ReasonChartInvalid,
-			message: []string{"configMap demo/src binaryData chart.tgz is not a Helm chart"},
+			message: []string{"ConfigMap demo/src binaryData chart.tgz is not a Helm chart"},
 		},
 		{
 			name: "template",

@@ -17,6 +17,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -44,7 +45,7 @@ func manifestKeys(cm *corev1.ConfigMap) []string {
 func renderManifests(cm *corev1.ConfigMap) ([]*unstructured.Unstructured, *failure.Error) {
 	var objs []*unstructured.Unstructured
 	for _, key := range manifestKeys(cm) {
-		where := fmt.Sprintf("configMap %s/%s key %s", cm.Namespace, cm.Name, key)
+		where := fmt.Sprintf("%s key %s", convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name}.Describe(), key)
 		got, err := parseFile(where, key, []byte(cm.Data[key]))
 		if err != nil {
 			return nil, err

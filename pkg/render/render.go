@@ -143,20 +143,21 @@ func (r *Renderer) source(ctx context.Context, release *convoyv1alpha1.Release) 
 	}
 
 	ns, name := release.Namespace, src.ConfigMap.Name
+	source := convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: ns, Name: name}.Describe()
 	cm, err := r.inputs.ConfigMap(ctx, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, failure.Quiet(ReasonSourceNotFound, err, "source ConfigMap %s/%s not found", ns, name)
+		return nil, failure.Quiet(ReasonSourceNotFound, err, "source %s not found", source)
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "source ConfigMap %s/%s may not be read", ns, name)
+		return nil, failure.New(ReasonInputForbidden, err, "source %s may not be read", source)
 	case err != nil:
-		return nil, failure.New(ReasonInputUnavailable, err, "source ConfigMap %s/%s could not be read", ns, name)
+		return nil, failure.New(ReasonInputUnavailable, err, "source %s could not be read", source)
 	}
 	if tgz, ok := cm.BinaryData[chartKey]; ok {
-		return r.renderChart(ctx, release, fmt.Sprintf("configMap %s/%s binaryData %s", ns, name, chartKey), tgz)
+		return r.renderChart(ctx, release, fmt.Sprintf("%s binaryData %s", source, chartKey), tgz)
 	}
 	if len(manifestKeys(cm)) == 0 {
-		return nil, failure.New(ReasonSourceInvalid, nil, "source ConfigMap %s/%s holds neither binaryData %s nor a data key ending .yaml, .yml or .json", ns, name, chartKey)
+		return nil, failure.New(ReasonSourceInvalid, nil, "source %s holds neither binaryData %s nor a data key ending .yaml, .yml or .json", source, chartKey)
 	}
 	return renderManifests(cm)
 }

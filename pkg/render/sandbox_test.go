@@ -109,7 +109,7 @@ func TestSandboxRendersAsInProcess(t *testing.T) {
 	// Errors of the chart come back as they are.
 	bad := sandboxed(t, 1, Limits{}, chartConfigMap("src", []byte("not a chart")))
 	rerr := renderErr(t, bad, release("src"), ReasonChartInvalid)
-	assert.Contains(t, rerr.Message, "configMap demo/src binaryData chart.tgz is not a Helm chart")
+	assert.Contains(t, rerr.Message, "ConfigMap demo/src binaryData chart.tgz is not a Helm chart")
 }
 
 // A runaway template is stopped at the render timeout: the child is killed,
@@ -117,7 +117,7 @@ func TestSandboxRendersAsInProcess(t *testing.T) {
 func TestSandboxStopsARunawayTemplate(t *testing.T) {
 	r := sandboxed(t, 1, Limits{Timeout: time.Second}, chartConfigMap("src", runaway(t)))
 	rerr := renderErr(t, r, release("src"), ReasonRenderTimeout)
-	assert.Contains(t, rerr.Message, "configMap demo/src binaryData chart.tgz: templating the chart took longer than the render timeout (--render-timeout) and was stopped")
+	assert.Contains(t, rerr.Message, "ConfigMap demo/src binaryData chart.tgz: templating the chart took longer than the render timeout (--render-timeout) and was stopped")
 	assert.Empty(t, children(t), "the child was killed")
 }
 

@@ -45,7 +45,7 @@ func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) 
 		}
 		m, perr := loader.LoadValues(bytes.NewReader(data))
 		if perr != nil {
-			where := fmt.Sprintf("valuesFrom %d: %s %s/%s key %s", i, ref.Kind, release.Namespace, ref.Name, key)
+			where := fmt.Sprintf("valuesFrom %d: %s key %s", i, convoyv1alpha1.ObjectKey{Kind: ref.Kind, Namespace: release.Namespace, Name: ref.Name}.Describe(), key)
 			if ref.Kind == "Secret" {
 				// YAML errors can quote the text they failed on: keep
 				// Secret data out of the message and out of Err.
@@ -72,7 +72,7 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 	if key == "" {
 		key = defaultValuesKey
 	}
-	what := fmt.Sprintf("valuesFrom %d: %s %s/%s", i, ref.Kind, namespace, ref.Name)
+	what := fmt.Sprintf("valuesFrom %d: %s", i, convoyv1alpha1.ObjectKey{Kind: ref.Kind, Namespace: namespace, Name: ref.Name}.Describe())
 
 	var (
 		data  []byte
