@@ -350,12 +350,14 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 // the Secret spec.kubeConfig.secretRef.name in the same namespace, which is
 // read as id through home.
 //
-// A missing Cluster or Secret is a *failure.Error with ReasonClusterNotFound; a
-// Secret id may not read, failure.ReasonForbidden; a missing key or a kubeconfig that
-// cannot be used (RESTConfigFromKubeconfig: inline data only, no file, no
-// program, no proxy), ReasonClusterConfigInvalid. Any other error (reading
-// the Cluster or the Secret failed) is returned wrapped. The Target's dialer
-// refuses loopback (unless Options.AllowLoopback) and link-local addresses.
+// A missing Cluster or Secret is a *failure.Error with
+// ReasonClusterNotFound; a Secret id may not read, failure.ReasonForbidden
+// (ReasonImpersonationNotGranted when convoy-apiserver may not act as id);
+// a missing key or a kubeconfig that cannot be used
+// (RESTConfigFromKubeconfig: inline data only, no file, no program, no
+// proxy), ReasonClusterConfigInvalid. Any other error (reading the Cluster
+// or the Secret failed) is returned wrapped. The Target's dialer refuses
+// what its AddressPolicy refuses (Options.AllowLoopback, Options.Deny).
 func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.Interface, namespace, name string) (*Target, error) {
 	key := namespace + "/" + name
 	clusterName := clusterKey(key).Describe()
