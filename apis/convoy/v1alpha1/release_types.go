@@ -118,8 +118,6 @@ type ClusterReference struct {
 }
 
 // ReleaseSource is where the manifests or the chart come from.
-// Only configMap is rendered today; the other kinds are reserved and a render
-// of them fails with a clear message.
 // +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.ociRepository) ? 1 : 0) == 1",message="exactly one of configMap, helmRepository or ociRepository must be set"
 type ReleaseSource struct {
 	// configMap is a ConfigMap in the Release's namespace that holds either
@@ -128,11 +126,13 @@ type ReleaseSource struct {
 	// +optional
 	ConfigMap *ConfigMapSource `json:"configMap,omitempty"`
 
-	// helmRepository is a chart in an HTTP chart repository. Not built yet.
+	// helmRepository is a chart in an HTTP chart repository (its
+	// index.yaml).
 	// +optional
 	HelmRepository *HelmRepositorySource `json:"helmRepository,omitempty"`
 
-	// ociRepository is a chart in an OCI registry. Not built yet.
+	// ociRepository is a Helm chart as helm push writes it, or a bundle of
+	// plain manifests (one tar+gzip layer), in an OCI registry.
 	// +optional
 	OCIRepository *OCIRepositorySource `json:"ociRepository,omitempty"`
 }
@@ -146,20 +146,63 @@ type ConfigMapSource struct {
 
 // HelmRepositorySource is a chart in an HTTP chart repository.
 type HelmRepositorySource struct {
-	// +kubebuilder:validation:Pattern=`^https?://`
+	// url is the repository: its index is url/index.yaml.
+	// +kubebuilder:validation:Pattern=`^https?://[^/]+`
+	// +kubebuilder:validation:MaxLength=512
 	URL string `json:"url"`
+	// chart is the name of the chart in the index.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Chart string `json:"chart"`
+	// version is an exact version or a semver constraint (">=1.2.0 <2.0.0",
+	// "~1.4"); empty: the highest version that is not a prerelease.
 	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	Version string `json:"version,omitempty"`
+	// secretRef names a Secret of the Release's namespace with the keys
+	// username and password, read as the Release's ServiceAccount.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// certSecretRef names a Secret of the Release's namespace with the key
+	// ca.crt (a PEM bundle the repository's certificate must chain to), and
+	// optionally tls.crt and tls.key (a client certificate).
+	// +optional
+	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
 }
 
-// OCIRepositorySource is a chart in an OCI registry.
+// OCIRepositorySource is an artifact in an OCI registry, by tag or by
+// digest.
+// +kubebuilder:validation:XValidation:rule="has(self.tag) != has(self.digest)",message="exactly one of tag and digest must be set"
 type OCIRepositorySource struct {
-	// +kubebuilder:validation:Pattern=`^oci://`
+	// url is oci://HOST[:PORT]/PATH, the repository.
+	// +kubebuilder:validation:Pattern=`^oci://[^/]+/.+`
+	// +kubebuilder:validation:MaxLength=512
 	URL string `json:"url"`
+	// tag of the artifact; it is resolved to a digest once per render.
 	// +optional
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`
 	Tag string `json:"tag,omitempty"`
+	// digest of the artifact's manifest: sha256: and 64 hex digits.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest,omitempty"`
+	// secretRef names a Secret of type kubernetes.io/dockerconfigjson of the
+	// Release's namespace, read as the Release's ServiceAccount: its entry
+	// for the registry's host.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// certSecretRef names a Secret of the Release's namespace with the key
+	// ca.crt (a PEM bundle the registry's certificate must chain to), and
+	// optionally tls.crt and tls.key (a client certificate).
+	// +optional
+	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
+}
+
+// LocalObjectReference names an object of the Release's namespace.
+type LocalObjectReference struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // ReleaseContent holds the values of a Helm chart.

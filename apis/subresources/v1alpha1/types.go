@@ -28,6 +28,29 @@ const (
 	RenderSourceStored RenderSource = "Stored"
 )
 
+// ResolvedSource is the artifact a fresh render was made from, for a source
+// in an OCI registry or a Helm repository: what its tag or version was
+// resolved to.
+type ResolvedSource struct {
+	// kind is OCIRepository or HelmRepository.
+	Kind string `json:"kind"`
+	// url is the repository.
+	URL string `json:"url"`
+	// chart is the chart's name (HelmRepository).
+	// +optional
+	Chart string `json:"chart,omitempty"`
+	// tag is the tag asked for (OCIRepository, when by tag).
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// version is the chart version chosen (HelmRepository: the highest that
+	// matches the constraint).
+	// +optional
+	Version string `json:"version,omitempty"`
+	// digest is the sha256 digest everything was fetched and verified by:
+	// the manifest's (OCIRepository), the chart archive's (HelmRepository).
+	Digest string `json:"digest"`
+}
+
 // DiffResult is the outcome of a compare.
 type DiffResult string
 
@@ -68,7 +91,11 @@ type ReleaseDiff struct {
 
 	RenderRef    string       `json:"renderRef,omitempty"`
 	RenderSource RenderSource `json:"renderSource,omitempty"`
-	Result       DiffResult   `json:"result"`
+	// resolvedSource is the artifact the compared render was made from,
+	// when it is a fresh render of an OCI or Helm repository source.
+	// +optional
+	ResolvedSource *ResolvedSource `json:"resolvedSource,omitempty"`
+	Result         DiffResult      `json:"result"`
 	// reason is set when the result is Undetermined or Drifted.
 	// +optional
 	Reason string `json:"reason,omitempty"`
@@ -133,6 +160,10 @@ type ReleasePreview struct {
 
 	RenderRef    string       `json:"renderRef"`
 	RenderSource RenderSource `json:"renderSource"`
+	// resolvedSource is the artifact the render was made from, when it is
+	// a fresh render of an OCI or Helm repository source.
+	// +optional
+	ResolvedSource *ResolvedSource `json:"resolvedSource,omitempty"`
 	// objects of the render; Secret values are redacted.
 	// +optional
 	// +listType=atomic

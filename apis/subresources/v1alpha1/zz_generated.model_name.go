@@ -70,3 +70,8 @@ func (in ReleaseRenderOptions) OpenAPIModelName() string {
 func (in ReleaseSync) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseSync"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ResolvedSource) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ResolvedSource"
+}

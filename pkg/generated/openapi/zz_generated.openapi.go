@@ -56,6 +56,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.KubeConfigReference{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_KubeConfigReference(ref),
 		v1alpha1.LabelSelector{}.OpenAPIModelName():                    schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelector(ref),
 		v1alpha1.LabelSelectorRequirement{}.OpenAPIModelName():         schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelectorRequirement(ref),
+		v1alpha1.LocalObjectReference{}.OpenAPIModelName():             schema_convoy_apiserver_apis_convoy_v1alpha1_LocalObjectReference(ref),
 		v1alpha1.Mutation{}.OpenAPIModelName():                         schema_convoy_apiserver_apis_convoy_v1alpha1_Mutation(ref),
 		v1alpha1.MutationTarget{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_MutationTarget(ref),
 		v1alpha1.OCIRepositorySource{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref),
@@ -86,6 +87,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		subresourcesv1alpha1.ReleasePreview{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref),
 		subresourcesv1alpha1.ReleaseRenderOptions{}.OpenAPIModelName(): schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseRenderOptions(ref),
 		subresourcesv1alpha1.ReleaseSync{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseSync(ref),
+		subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref),
 		resource.Quantity{}.OpenAPIModelName():                         schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -683,28 +685,45 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HelmRepositorySource(ref commo
 				Properties: map[string]spec.Schema{
 					"url": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "url is the repository: its index is url/index.yaml.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"chart": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "chart is the name of the chart in the index.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"version": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "version is an exact version or a semver constraint (\">=1.2.0 <2.0.0\", \"~1.4\"); empty: the highest version that is not a prerelease.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Release's namespace with the keys username and password, read as the Release's ServiceAccount.",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"certSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "certSecretRef names a Secret of the Release's namespace with the key ca.crt (a PEM bundle the repository's certificate must chain to), and optionally tls.crt and tls.key (a client certificate).",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
 				},
 				Required: []string{"url", "chart"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1047,6 +1066,27 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelectorRequirement(ref c
 	}
 }
 
+func schema_convoy_apiserver_apis_convoy_v1alpha1_LocalObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LocalObjectReference names an object of the Release's namespace.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+				},
+				Required: []string{"name"},
+			},
+		},
+	}
+}
+
 func schema_convoy_apiserver_apis_convoy_v1alpha1_Mutation(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -1177,26 +1217,49 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref common
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "OCIRepositorySource is a chart in an OCI registry.",
+				Description: "OCIRepositorySource is an artifact in an OCI registry, by tag or by digest.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"url": {
 						SchemaProps: spec.SchemaProps{
-							Default: "",
-							Type:    []string{"string"},
-							Format:  "",
+							Description: "url is oci://HOST[:PORT]/PATH, the repository.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
 						},
 					},
 					"tag": {
 						SchemaProps: spec.SchemaProps{
-							Type:   []string{"string"},
-							Format: "",
+							Description: "tag of the artifact; it is resolved to a digest once per render.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "digest of the artifact's manifest: sha256: and 64 hex digits.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of type kubernetes.io/dockerconfigjson of the Release's namespace, read as the Release's ServiceAccount: its entry for the registry's host.",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"certSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "certSecretRef names a Secret of the Release's namespace with the key ca.crt (a PEM bundle the registry's certificate must chain to), and optionally tls.crt and tls.key (a client certificate).",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
 				},
 				Required: []string{"url"},
 			},
 		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1574,7 +1637,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseSource(ref common.Refer
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ReleaseSource is where the manifests or the chart come from. Only configMap is rendered today; the other kinds are reserved and a render of them fails with a clear message.",
+				Description: "ReleaseSource is where the manifests or the chart come from.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"configMap": {
@@ -1585,13 +1648,13 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseSource(ref common.Refer
 					},
 					"helmRepository": {
 						SchemaProps: spec.SchemaProps{
-							Description: "helmRepository is a chart in an HTTP chart repository. Not built yet.",
+							Description: "helmRepository is a chart in an HTTP chart repository (its index.yaml).",
 							Ref:         ref(v1alpha1.HelmRepositorySource{}.OpenAPIModelName()),
 						},
 					},
 					"ociRepository": {
 						SchemaProps: spec.SchemaProps{
-							Description: "ociRepository is a chart in an OCI registry. Not built yet.",
+							Description: "ociRepository is a Helm chart as helm push writes it, or a bundle of plain manifests (one tar+gzip layer), in an OCI registry.",
 							Ref:         ref(v1alpha1.OCIRepositorySource{}.OpenAPIModelName()),
 						},
 					},
@@ -2250,6 +2313,12 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref common.R
 							Format: "",
 						},
 					},
+					"resolvedSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resolvedSource is the artifact the compared render was made from, when it is a fresh render of an OCI or Helm repository source.",
+							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
+						},
+					},
 					"result": {
 						SchemaProps: spec.SchemaProps{
 							Default: "",
@@ -2310,7 +2379,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref common.R
 			},
 		},
 		Dependencies: []string{
-			subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName(), subresourcesv1alpha1.ObjectDiff{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+			subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName(), subresourcesv1alpha1.ObjectDiff{}.OpenAPIModelName(), subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 
@@ -2417,6 +2486,12 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref commo
 							Format:  "",
 						},
 					},
+					"resolvedSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resolvedSource is the artifact the render was made from, when it is a fresh render of an OCI or Helm repository source.",
+							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
+						},
+					},
 					"objects": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -2440,7 +2515,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref commo
 			},
 		},
 		Dependencies: []string{
-			v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -2523,6 +2598,65 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseSync(ref common.R
 		},
 		Dependencies: []string{
 			v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ResolvedSource is the artifact a fresh render was made from, for a source in an OCI registry or a Helm repository: what its tag or version was resolved to.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is OCIRepository or HelmRepository.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "url is the repository.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "chart is the chart's name (HelmRepository).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "tag is the tag asked for (OCIRepository, when by tag).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the chart version chosen (HelmRepository: the highest that matches the constraint).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "digest is the sha256 digest everything was fetched and verified by: the manifest's (OCIRepository), the chart archive's (HelmRepository).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"kind", "url", "digest"},
+			},
+		},
 	}
 }
 

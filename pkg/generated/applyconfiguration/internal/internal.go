@@ -196,10 +196,16 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmRepositorySource
   map:
     fields:
+    - name: certSecretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
     - name: chart
       type:
         scalar: string
       default: ""
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
     - name: url
       type:
         scalar: string
@@ -343,6 +349,13 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Mutation
   map:
     fields:
@@ -393,6 +406,15 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIRepositorySource
   map:
     fields:
+    - name: certSecretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+    - name: digest
+      type:
+        scalar: string
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
     - name: tag
       type:
         scalar: string

@@ -23,9 +23,20 @@ package v1alpha1
 //
 // HelmRepositorySource is a chart in an HTTP chart repository.
 type HelmRepositorySourceApplyConfiguration struct {
-	URL     *string `json:"url,omitempty"`
-	Chart   *string `json:"chart,omitempty"`
+	// url is the repository: its index is url/index.yaml.
+	URL *string `json:"url,omitempty"`
+	// chart is the name of the chart in the index.
+	Chart *string `json:"chart,omitempty"`
+	// version is an exact version or a semver constraint (">=1.2.0 <2.0.0",
+	// "~1.4"); empty: the highest version that is not a prerelease.
 	Version *string `json:"version,omitempty"`
+	// secretRef names a Secret of the Release's namespace with the keys
+	// username and password, read as the Release's ServiceAccount.
+	SecretRef *LocalObjectReferenceApplyConfiguration `json:"secretRef,omitempty"`
+	// certSecretRef names a Secret of the Release's namespace with the key
+	// ca.crt (a PEM bundle the repository's certificate must chain to), and
+	// optionally tls.crt and tls.key (a client certificate).
+	CertSecretRef *LocalObjectReferenceApplyConfiguration `json:"certSecretRef,omitempty"`
 }
 
 // HelmRepositorySourceApplyConfiguration constructs a declarative configuration of the HelmRepositorySource type for use with
@@ -55,5 +66,21 @@ func (b *HelmRepositorySourceApplyConfiguration) WithChart(value string) *HelmRe
 // If called multiple times, the Version field is set to the value of the last call.
 func (b *HelmRepositorySourceApplyConfiguration) WithVersion(value string) *HelmRepositorySourceApplyConfiguration {
 	b.Version = &value
+	return b
+}
+
+// WithSecretRef sets the SecretRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SecretRef field is set to the value of the last call.
+func (b *HelmRepositorySourceApplyConfiguration) WithSecretRef(value *LocalObjectReferenceApplyConfiguration) *HelmRepositorySourceApplyConfiguration {
+	b.SecretRef = value
+	return b
+}
+
+// WithCertSecretRef sets the CertSecretRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CertSecretRef field is set to the value of the last call.
+func (b *HelmRepositorySourceApplyConfiguration) WithCertSecretRef(value *LocalObjectReferenceApplyConfiguration) *HelmRepositorySourceApplyConfiguration {
+	b.CertSecretRef = value
 	return b
 }

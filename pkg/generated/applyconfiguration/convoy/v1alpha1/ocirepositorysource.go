@@ -21,10 +21,23 @@ package v1alpha1
 // OCIRepositorySourceApplyConfiguration represents a declarative configuration of the OCIRepositorySource type for use
 // with apply.
 //
-// OCIRepositorySource is a chart in an OCI registry.
+// OCIRepositorySource is an artifact in an OCI registry, by tag or by
+// digest.
 type OCIRepositorySourceApplyConfiguration struct {
+	// url is oci://HOST[:PORT]/PATH, the repository.
 	URL *string `json:"url,omitempty"`
+	// tag of the artifact; it is resolved to a digest once per render.
 	Tag *string `json:"tag,omitempty"`
+	// digest of the artifact's manifest: sha256: and 64 hex digits.
+	Digest *string `json:"digest,omitempty"`
+	// secretRef names a Secret of type kubernetes.io/dockerconfigjson of the
+	// Release's namespace, read as the Release's ServiceAccount: its entry
+	// for the registry's host.
+	SecretRef *LocalObjectReferenceApplyConfiguration `json:"secretRef,omitempty"`
+	// certSecretRef names a Secret of the Release's namespace with the key
+	// ca.crt (a PEM bundle the registry's certificate must chain to), and
+	// optionally tls.crt and tls.key (a client certificate).
+	CertSecretRef *LocalObjectReferenceApplyConfiguration `json:"certSecretRef,omitempty"`
 }
 
 // OCIRepositorySourceApplyConfiguration constructs a declarative configuration of the OCIRepositorySource type for use with
@@ -46,5 +59,29 @@ func (b *OCIRepositorySourceApplyConfiguration) WithURL(value string) *OCIReposi
 // If called multiple times, the Tag field is set to the value of the last call.
 func (b *OCIRepositorySourceApplyConfiguration) WithTag(value string) *OCIRepositorySourceApplyConfiguration {
 	b.Tag = &value
+	return b
+}
+
+// WithDigest sets the Digest field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Digest field is set to the value of the last call.
+func (b *OCIRepositorySourceApplyConfiguration) WithDigest(value string) *OCIRepositorySourceApplyConfiguration {
+	b.Digest = &value
+	return b
+}
+
+// WithSecretRef sets the SecretRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SecretRef field is set to the value of the last call.
+func (b *OCIRepositorySourceApplyConfiguration) WithSecretRef(value *LocalObjectReferenceApplyConfiguration) *OCIRepositorySourceApplyConfiguration {
+	b.SecretRef = value
+	return b
+}
+
+// WithCertSecretRef sets the CertSecretRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the CertSecretRef field is set to the value of the last call.
+func (b *OCIRepositorySourceApplyConfiguration) WithCertSecretRef(value *LocalObjectReferenceApplyConfiguration) *OCIRepositorySourceApplyConfiguration {
+	b.CertSecretRef = value
 	return b
 }

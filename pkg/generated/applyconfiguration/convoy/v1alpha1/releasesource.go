@@ -22,16 +22,16 @@ package v1alpha1
 // with apply.
 //
 // ReleaseSource is where the manifests or the chart come from.
-// Only configMap is rendered today; the other kinds are reserved and a render
-// of them fails with a clear message.
 type ReleaseSourceApplyConfiguration struct {
 	// configMap is a ConfigMap in the Release's namespace that holds either
 	// plain manifests (keys ending .yaml, .yml or .json, in key order) or a
 	// packaged Helm chart (binaryData key chart.tgz).
 	ConfigMap *ConfigMapSourceApplyConfiguration `json:"configMap,omitempty"`
-	// helmRepository is a chart in an HTTP chart repository. Not built yet.
+	// helmRepository is a chart in an HTTP chart repository (its
+	// index.yaml).
 	HelmRepository *HelmRepositorySourceApplyConfiguration `json:"helmRepository,omitempty"`
-	// ociRepository is a chart in an OCI registry. Not built yet.
+	// ociRepository is a Helm chart as helm push writes it, or a bundle of
+	// plain manifests (one tar+gzip layer), in an OCI registry.
 	OCIRepository *OCIRepositorySourceApplyConfiguration `json:"ociRepository,omitempty"`
 }
 
