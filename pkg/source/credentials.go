@@ -1,0 +1,220 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// Keys of the Secrets of secretRef (Helm repository) and certSecretRef.
+const (
+	usernameKey = "username"
+	passwordKey = "password"
+	caKey       = "ca.crt"
+	certKey     = "tls.crt"
+	keyKey      = "tls.key"
+)
+
+// credentials are what a fetch presents: an authenticator for a registry,
+// or a user and password for a repository, and the TLS settings. key hashes
+// all of it: the caches tell identities apart by it ("" is anonymous with
+// the system roots).
+type credentials struct {
+	auth               authn.Authenticator
+	username, password string
+	tls                *tls.Config
+	tlsKey             string
+	key                string
+}
+
+// readSecret reads the Secret ref of namespace as the Release's identity
+// (inputs), for what (secretRef, certSecretRef).
+func readSecret(ctx context.Context, inputs Inputs, namespace string, ref *convoyv1alpha1.LocalObjectReference, what string) (*corev1.Secret, error) {
+	where := fmt.Sprintf("%s %s", what, convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: ref.Name}.Describe())
+	s, err := inputs.Secret(ctx, namespace, ref.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, failure.Quiet(ReasonCredentialsInvalid, err, "%s not found", where)
+	case apierrors.IsForbidden(err):
+		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", where)
+	case err != nil:
+		return nil, failure.New(ReasonInputUnavailable, err, "%s could not be read", where)
+	}
+	return s, nil
+}
+
+// tlsSettings reads certSecretRef (nil: the system roots, no client
+// certificate): ca.crt is added to the system roots; tls.crt and tls.key,
+// when both are there, are the client certificate.
+func tlsSettings(ctx context.Context, inputs Inputs, namespace string, ref *convoyv1alpha1.LocalObjectReference) (*tls.Config, string, error) {
+	if ref == nil {
+		return nil, "", nil
+	}
+	s, err := readSecret(ctx, inputs, namespace, ref, "certSecretRef")
+	if err != nil {
+		return nil, "", err
+	}
+	where := "certSecretRef " + convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: ref.Name}.Describe()
+	roots, err := x509.SystemCertPool()
+	if err != nil || roots == nil {
+		roots = x509.NewCertPool()
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+	h := sha256.New()
+	if ca, ok := s.Data[caKey]; ok {
+		if !roots.AppendCertsFromPEM(ca) {
+			return nil, "", failure.New(ReasonCredentialsInvalid, nil, "%s: key %s holds no PEM certificate", where, caKey)
+		}
+		h.Write(ca)
+	}
+	crt, hasCrt := s.Data[certKey]
+	key, hasKey := s.Data[keyKey]
+	switch {
+	case hasCrt && hasKey:
+		pair, err := tls.X509KeyPair(crt, key)
+		if err != nil {
+			// The error may quote the key: not in the message.
+			return nil, "", failure.New(ReasonCredentialsInvalid, nil, "%s: keys %s and %s are not a certificate and its key", where, certKey, keyKey)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+		h.Write([]byte{0})
+		h.Write(crt)
+		h.Write(key)
+	case hasCrt || hasKey:
+		return nil, "", failure.New(ReasonCredentialsInvalid, nil, "%s: %s and %s go together", where, certKey, keyKey)
+	case !hasCrt && s.Data[caKey] == nil:
+		return nil, "", failure.New(ReasonCredentialsInvalid, nil, "%s has none of the keys %s, %s and %s", where, caKey, certKey, keyKey)
+	}
+	return cfg, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// registryCredentials reads the credentials of an OCI source: the entry of
+// the kubernetes.io/dockerconfigjson Secret of secretRef for the registry
+// of repo (nil ref: anonymous), and certSecretRef.
+func registryCredentials(ctx context.Context, inputs Inputs, namespace string, src *convoyv1alpha1.OCIRepositorySource, repo name.Repository) (*credentials, error) {
+	c := &credentials{auth: authn.Anonymous}
+	var err error
+	if c.tls, c.tlsKey, err = tlsSettings(ctx, inputs, namespace, src.CertSecretRef); err != nil {
+		return nil, err
+	}
+	var material []byte
+	if ref := src.SecretRef; ref != nil {
+		s, err := readSecret(ctx, inputs, namespace, ref, "secretRef")
+		if err != nil {
+			return nil, err
+		}
+		where := "secretRef " + convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: ref.Name}.Describe()
+		if s.Type != corev1.SecretTypeDockerConfigJson {
+			return nil, failure.New(ReasonCredentialsInvalid, nil, "%s is of type %q, not %s", where, s.Type, corev1.SecretTypeDockerConfigJson)
+		}
+		entry, err := dockerConfigEntry(s.Data[corev1.DockerConfigJsonKey], repo)
+		if err != nil {
+			return nil, failure.New(ReasonCredentialsInvalid, err, "%s", where)
+		}
+		if entry != nil {
+			var cfg authn.AuthConfig
+			if err := json.Unmarshal(entry, &cfg); err != nil {
+				// The error may quote the entry: not in the message.
+				return nil, failure.New(ReasonCredentialsInvalid, nil, "%s: the entry for %s is not a docker credential", where, repo.RegistryStr())
+			}
+			c.auth, material = authn.FromConfig(cfg), entry
+		}
+	}
+	c.key = credentialKey(material, c.tlsKey)
+	return c, nil
+}
+
+// repositoryCredentials reads the credentials of a Helm repository: the
+// keys username and password of the Secret of secretRef (nil: anonymous),
+// and certSecretRef.
+func repositoryCredentials(ctx context.Context, inputs Inputs, namespace string, src *convoyv1alpha1.HelmRepositorySource) (*credentials, error) {
+	c := &credentials{}
+	var err error
+	if c.tls, c.tlsKey, err = tlsSettings(ctx, inputs, namespace, src.CertSecretRef); err != nil {
+		return nil, err
+	}
+	var material []byte
+	if ref := src.SecretRef; ref != nil {
+		s, err := readSecret(ctx, inputs, namespace, ref, "secretRef")
+		if err != nil {
+			return nil, err
+		}
+		user, hasUser := s.Data[usernameKey]
+		pass, hasPass := s.Data[passwordKey]
+		if !hasUser || !hasPass {
+			return nil, failure.New(ReasonCredentialsInvalid, nil, "secretRef %s has not both keys %s and %s",
+				convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: ref.Name}.Describe(), usernameKey, passwordKey)
+		}
+		c.username, c.password = string(user), string(pass)
+		material = append(append(append([]byte{}, user...), 0), pass...)
+	}
+	c.key = credentialKey(material, c.tlsKey)
+	return c, nil
+}
+
+// credentialKey hashes the credentials and the TLS settings; "" for none.
+func credentialKey(material []byte, tlsKey string) string {
+	if len(material) == 0 && tlsKey == "" {
+		return ""
+	}
+	sum := sha256.Sum256(append(append(material, 0), tlsKey...))
+	return hex.EncodeToString(sum[:16])
+}
+
+// dockerConfigEntry returns the raw entry of a .dockerconfigjson for the
+// registry of repo: a key equal to its host (with or without a scheme and a
+// /v1/ or /v2/ path), or a key with a path that the repository's starts
+// with, the longest first; nil when none matches (anonymous).
+func dockerConfigEntry(data []byte, repo name.Repository) (json.RawMessage, error) {
+	var cfg struct {
+		Auths map[string]json.RawMessage `json:"auths"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return nil, fmt.Errorf("key %s is not a docker config", corev1.DockerConfigJsonKey)
+	}
+	host := repo.RegistryStr()
+	var best json.RawMessage
+	bestLen := -1
+	for k, v := range cfg.Auths {
+		raw := k
+		if !strings.Contains(raw, "://") {
+			raw = "https://" + raw
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		keyHost := strings.ToLower(u.Host)
+		if keyHost == "docker.io" || keyHost == "registry-1.docker.io" {
+			keyHost = name.DefaultRegistry
+		}
+		if keyHost != strings.ToLower(host) {
+			continue
+		}
+		path := strings.Trim(u.Path, "/")
+		if path == "v1" || path == "v2" {
+			path = ""
+		}
+		if path != "" && !strings.HasPrefix(repo.RepositoryStr()+"/", path+"/") {
+			continue
+		}
+		if len(path) > bestLen {
+			best, bestLen = v, len(path)
+		}
+	}
+	return best, nil
+}

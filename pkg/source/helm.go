@@ -1,0 +1,246 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"sigs.k8s.io/yaml"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// index is what a Fetcher keeps of a Helm repository's index.yaml.
+type index struct {
+	bytes   int
+	entries map[string][]indexEntry
+}
+
+func (i *index) size() int { return i.bytes }
+
+// indexEntry is one version of a chart in an index.
+type indexEntry struct {
+	Version string   `json:"version"`
+	URLs    []string `json:"urls"`
+	Digest  string   `json:"digest"`
+}
+
+// helmResolution is a Helm repository source resolved to a chart version.
+type helmResolution struct {
+	base     *url.URL
+	creds    *credentials
+	client   *client
+	chartURL string
+	resolved *subresourcesv1alpha1.ResolvedSource
+}
+
+// resolveHelm reads the index (kept for ResolveMaxAge per URL and
+// credentials) and picks the version.
+func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoyv1alpha1.HelmRepositorySource, inputs Inputs) (*helmResolution, error) {
+	base, err := url.Parse(strings.TrimSuffix(src.URL, "/") + "/")
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return nil, failure.New(ReasonSourceInvalid, nil, "%s is not an http(s) URL of a repository", src.URL)
+	}
+	creds, err := repositoryCredentials(ctx, inputs, namespace, src)
+	if err != nil {
+		return nil, err
+	}
+	r := &helmResolution{base: base, creds: creds, client: f.clientFor(creds.tls, creds.tlsKey)}
+	key := "helm\x00" + base.String() + "\x00" + creds.key
+	idx, ok := f.getIndex(key)
+	if !ok {
+		indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"}).String()
+		data, err := f.request(ctx, r, http.MethodGet, indexURL, int64(f.opts.MaxIndexBytes), "the index")
+		if err != nil {
+			return nil, err
+		}
+		if idx, err = parseIndex(src.URL, data); err != nil {
+			return nil, err
+		}
+		f.putIndex(key, idx)
+	}
+	entry, err := pickVersion(src, idx.entries[src.Chart])
+	if err != nil {
+		return nil, err
+	}
+	digest := strings.TrimPrefix(entry.Digest, "sha256:")
+	if _, err := hex.DecodeString(digest); err != nil || len(digest) != 64 {
+		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: chart %s version %s has no sha256 digest in the index: it cannot be verified", src.URL, src.Chart, entry.Version)
+	}
+	if len(entry.URLs) == 0 {
+		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: chart %s version %s has no URL in the index", src.URL, src.Chart, entry.Version)
+	}
+	ref, err := url.Parse(entry.URLs[0])
+	if err != nil {
+		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: chart %s version %s: its URL", src.URL, src.Chart, entry.Version)
+	}
+	r.chartURL = base.ResolveReference(ref).String()
+	r.resolved = &subresourcesv1alpha1.ResolvedSource{Kind: KindHelmRepository, URL: src.URL, Chart: src.Chart, Version: entry.Version, Digest: "sha256:" + digest}
+	return r, nil
+}
+
+// helm fetches a chart of a Helm repository: it resolves it (resolveHelm),
+// downloads the chart archive from the entry's URL (credentials only to the
+// repository's own origin) and checks it against the entry's digest. A chart
+// in the content cache is used only once the repository confirmed (a HEAD)
+// that these credentials may read it.
+func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha1.HelmRepositorySource, inputs Inputs) (*Source, error) {
+	r, err := f.resolveHelm(ctx, namespace, src, inputs)
+	if err != nil {
+		return nil, err
+	}
+	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
+	accessKey := "helm\x00" + r.chartURL + "\x00" + r.resolved.Digest + "\x00" + r.creds.key
+	if a, ok := f.getContent(r.resolved.Digest); ok {
+		if !f.isConfirmed(accessKey) {
+			if _, err := f.request(ctx, r, http.MethodHead, r.chartURL, 0, "confirming access to the chart"); err != nil {
+				return nil, err
+			}
+			f.confirm(accessKey)
+		}
+		out.Chart = a.chart
+		return out, nil
+	}
+	data, err := f.request(ctx, r, http.MethodGet, r.chartURL, int64(f.opts.MaxArtifactBytes), "the chart")
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(data)
+	if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.resolved.Digest {
+		return nil, failure.New(ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
+	}
+	if err := checkInflated(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
+		return nil, err
+	}
+	f.putContent(r.resolved.Digest, &artifact{chart: data})
+	f.confirm(accessKey)
+	out.Chart = data
+	return out, nil
+}
+
+// request sends method to u and reads the answer, at most limit bytes (a
+// Content-Length above it is refused before the body is read). The
+// credentials go only to the repository's own origin (scheme, host, port).
+func (f *Fetcher) request(ctx context.Context, r *helmResolution, method, u string, limit int64, what string) ([]byte, error) {
+	c, creds, base := r.client, r.creds, r.base
+	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	if err != nil {
+		return nil, failure.New(ReasonSourceInvalid, err, "%s: %s", u, what)
+	}
+	req.Header.Set("User-Agent", f.opts.UserAgent)
+	if creds.username != "" && req.URL.Scheme == base.Scheme && req.URL.Host == base.Host {
+		req.SetBasicAuth(creds.username, creds.password)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, repositoryFailure(fmt.Sprintf("%s: %s", u, what), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return nil, repositoryFailure(fmt.Sprintf("%s: %s", u, what), &errNotOK{status: resp.StatusCode, url: u})
+	}
+	if method == http.MethodHead {
+		return nil, nil
+	}
+	tooLargeErr := func() error {
+		if what == "the index" {
+			return failure.New(ReasonIndexTooLarge, nil, "%s: the index is larger than the limit of %d bytes (--max-index-bytes)", u, limit)
+		}
+		return tooLarge(u+": "+what, -1, limit)
+	}
+	if resp.ContentLength > limit {
+		return nil, tooLargeErr()
+	}
+	data, err := readAll(resp.Body, limit, tooLargeErr)
+	if f, ok := failure.As(err); ok {
+		return nil, f
+	}
+	if err != nil {
+		return nil, repositoryFailure(fmt.Sprintf("%s: %s", u, what), err)
+	}
+	return data, nil
+}
+
+// repositoryFailure classifies an error of a repository request.
+func repositoryFailure(what string, err error) error {
+	if f, ok := failure.As(err); ok {
+		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
+	}
+	var notOK *errNotOK
+	if errors.As(err, &notOK) {
+		switch code := notOK.status; {
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			return failure.New(ReasonSourceUnauthorized, err, "%s: the repository refused the credentials", what)
+		case code == http.StatusNotFound:
+			return failure.New(ReasonArtifactNotFound, err, "%s: not found", what)
+		}
+		return failure.New(ReasonSourceUnreachable, err, "%s: the repository failed", what)
+	}
+	if netFail := cluster.NetworkFailure(err); netFail != "" {
+		return failure.New(ReasonSourceUnreachable, err, "%s: the repository is unreachable (%s)", what, netFail)
+	}
+	return failure.New(ReasonSourceUnreachable, err, "%s", what)
+}
+
+// parseIndex parses index.yaml (YAML or JSON).
+func parseIndex(repo string, data []byte) (*index, error) {
+	var file struct {
+		APIVersion string                  `json:"apiVersion"`
+		Entries    map[string][]indexEntry `json:"entries"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: index.yaml is not a Helm repository index", repo)
+	}
+	if file.APIVersion == "" && file.Entries == nil {
+		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: index.yaml has neither apiVersion nor entries: not a Helm repository index", repo)
+	}
+	return &index{bytes: len(data), entries: file.Entries}, nil
+}
+
+// pickVersion chooses the entry of src.Version among entries: the entry of
+// that exact version, else the highest version that meets it as a semver
+// constraint (empty: the highest that is not a prerelease).
+func pickVersion(src *convoyv1alpha1.HelmRepositorySource, entries []indexEntry) (*indexEntry, error) {
+	if len(entries) == 0 {
+		return nil, failure.New(ReasonArtifactNotFound, nil, "%s: the index has no chart %s", src.URL, src.Chart)
+	}
+	for i := range entries {
+		if src.Version != "" && entries[i].Version == src.Version {
+			return &entries[i], nil
+		}
+	}
+	want := src.Version
+	if want == "" {
+		want = "*"
+	}
+	c, err := semver.NewConstraint(want)
+	if err != nil {
+		return nil, failure.New(ReasonSourceInvalid, err, "%s: version %q of chart %s is neither a version of the index nor a constraint", src.URL, src.Version, src.Chart)
+	}
+	var best *indexEntry
+	var bestVersion *semver.Version
+	for i := range entries {
+		v, err := semver.NewVersion(entries[i].Version)
+		if err != nil || !c.Check(v) {
+			continue
+		}
+		if best == nil || v.GreaterThan(bestVersion) || v.Equal(bestVersion) && entries[i].Version > best.Version {
+			best, bestVersion = &entries[i], v
+		}
+	}
+	if best == nil {
+		return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no version of chart %s meets %q", src.URL, src.Chart, want)
+	}
+	return best, nil
+}

@@ -1,0 +1,187 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
+// repository is a Helm repository on 127.0.0.1: index.yaml and the charts
+// it was given, behind basic authentication when user is set. It records
+// the requests and whether they carried credentials.
+type repository struct {
+	*httptest.Server
+	user, password string
+	index          string
+	files          map[string][]byte
+
+	mu       sync.Mutex
+	requests []string
+}
+
+func startRepository(t *testing.T, user, password string) *repository {
+	t.Helper()
+	r := &repository{user: user, password: password, files: map[string][]byte{}}
+	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		u, p, ok := req.BasicAuth()
+		r.mu.Lock()
+		r.requests = append(r.requests, fmt.Sprintf("%s %s auth=%v", req.Method, req.URL.Path, ok))
+		r.mu.Unlock()
+		if r.user != "" && (!ok || u != r.user || p != r.password) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if req.URL.Path == "/index.yaml" {
+			_, _ = w.Write([]byte(r.index))
+			return
+		}
+		data, found := r.files[strings.TrimPrefix(req.URL.Path, "/")]
+		if !found {
+			http.NotFound(w, req)
+			return
+		}
+		_, _ = w.Write(data)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	r.Listener.Close()
+	r.Listener = ln
+	r.StartTLS()
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *repository) taken() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.requests
+	r.requests = nil
+	return out
+}
+
+// caSecret is the Secret with the CA of a test server.
+func caSecret(name string, s *httptest.Server) *corev1.Secret {
+	return secret(name, corev1.SecretTypeOpaque, map[string][]byte{"ca.crt": pemOf(s)})
+}
+
+func TestHelmRepository(t *testing.T) {
+	ctx := context.Background()
+	repo := startRepository(t, "", "")
+	charts := map[string][]byte{"1.2.0": []byte("chart 1.2.0"), "1.3.0": []byte("chart 1.3.0"), "1.4.0-rc.1": []byte("chart rc"), "2.0.0": []byte("chart 2")}
+	var entries []string
+	for v, data := range charts {
+		repo.files["charts/web-"+v+".tgz"] = data
+		entries = append(entries, fmt.Sprintf("  - {name: web, version: %q, urls: [charts/web-%s.tgz], digest: %s}", v, v, strings.TrimPrefix(sha256Hex(data), "sha256:")))
+	}
+	repo.index = "apiVersion: v1\nentries:\n  web:\n" + strings.Join(entries, "\n") + "\n"
+	f, _ := newFetcher(t)
+	inputs := inputsOf(caSecret("ca", repo.Server))
+	helm := func(version string) convoyv1alpha1.HelmRepositorySource {
+		return convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "web", Version: version, CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}
+	}
+	for _, tc := range []struct{ version, want string }{
+		{"", "2.0.0"},               // the highest that is not a prerelease
+		{">=1.2.0 <2.0.0", "1.3.0"}, // a constraint picks its highest match
+		{"~1.2", "1.2.0"},
+		{"1.4.0-rc.1", "1.4.0-rc.1"}, // an exact version, prerelease or not
+	} {
+		src, err := f.Fetch(ctx, helmRelease(helm(tc.version)), inputs)
+		require.NoError(t, err, tc.version)
+		assert.Equal(t, tc.want, src.Resolved.Version, tc.version)
+		assert.Equal(t, charts[tc.want], src.Chart, tc.version)
+		assert.Equal(t, sha256Hex(charts[tc.want]), src.Resolved.Digest)
+		assert.Equal(t, KindHelmRepository, src.Resolved.Kind)
+	}
+	assert.Equal(t, 1, countPrefix(repo.taken(), "GET /index.yaml"), "the index read once within its max age")
+
+	fetchErr(t, f, helmRelease(helm(">=3.0.0")), inputs, ReasonArtifactNotFound)
+	other := helm("")
+	other.Chart = "none"
+	fetchErr(t, f, helmRelease(other), inputs, ReasonArtifactNotFound)
+	fetchErr(t, f, helmRelease(helm("not a version!")), inputs, ReasonSourceInvalid)
+
+	// The chart does not match the digest of the index: refused.
+	repo.files["charts/web-2.0.0.tgz"] = []byte("tampered")
+	fresh, _ := newFetcher(t)
+	ferr := fetchErr(t, fresh, helmRelease(helm("2.0.0")), inputs, ReasonDigestMismatch)
+	assert.Contains(t, ferr.Message, "not the digest of the index")
+}
+
+func TestHelmRepositoryLimitsAndCredentials(t *testing.T) {
+	ctx := context.Background()
+	repo := startRepository(t, "bob", "pw")
+	elsewhere := startRepository(t, "", "")
+	chart := []byte("chart")
+	elsewhere.files["web.tgz"] = chart
+	repo.files["local.tgz"] = chart
+	digest := strings.TrimPrefix(sha256Hex(chart), "sha256:")
+	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  web:\n  - {version: 1.0.0, urls: [%s/web.tgz], digest: %s}\n  local:\n  - {version: 1.0.0, urls: [local.tgz], digest: %s}\n",
+		elsewhere.URL, digest, digest)
+	inputs := inputsOf(caSecret("ca", repo.Server),
+		secret("creds", corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("bob"), "password": []byte("pw")}),
+		secret("nopassword", corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("bob")}))
+	src := func(chart, secretName string) convoyv1alpha1.HelmRepositorySource {
+		s := convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: chart, CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}
+		if secretName != "" {
+			s.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: secretName}
+		}
+		return s
+	}
+	f, _ := newFetcher(t)
+	fetchErr(t, f, helmRelease(src("web", "")), inputs, ReasonSourceUnauthorized)
+	fetchErr(t, f, helmRelease(src("web", "nopassword")), inputs, ReasonCredentialsInvalid)
+
+	// The chart is on another host: its certificate is another (the same
+	// CA here: httptest servers share one), and no credentials go there.
+	got, err := f.Fetch(ctx, helmRelease(src("web", "creds")), inputs)
+	require.NoError(t, err)
+	assert.Equal(t, chart, got.Chart)
+	assert.Equal(t, []string{"GET /web.tgz auth=false"}, elsewhere.taken())
+	_, err = f.Fetch(ctx, helmRelease(src("local", "creds")), inputs)
+	require.NoError(t, err)
+	assert.Contains(t, repo.taken(), "HEAD /local.tgz auth=true", "the cached chart: access confirmed on its own origin, with the credentials")
+
+	small, _ := newFetcher(t, func(o *Options) { o.MaxIndexBytes = 64 })
+	ferr := fetchErr(t, small, helmRelease(src("web", "creds")), inputs, ReasonIndexTooLarge)
+	assert.Contains(t, ferr.Message, "--max-index-bytes")
+}
+
+func countPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// A chart URL, or a redirect, to a link-local address is refused by the
+// dialer's hook, before any packet.
+func TestSourceAddressPolicy(t *testing.T) {
+	repo := startRepository(t, "", "")
+	chart := []byte("chart")
+	digest := strings.TrimPrefix(sha256Hex(chart), "sha256:")
+	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  meta:\n  - {version: 1.0.0, urls: [https://169.254.169.254/latest/x.tgz], digest: %s}\n  six:\n  - {version: 1.0.0, urls: [\"https://[fe80::1]/x.tgz\"], digest: %s}\n", digest, digest)
+	inputs := inputsOf(caSecret("ca", repo.Server))
+	f, _ := newFetcher(t)
+	for chartName, want := range map[string]string{"meta": "169.254.169.254:443", "six": "[fe80::1]:443"} {
+		ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: chartName,
+			CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, "AddressNotAllowed")
+		assert.Contains(t, ferr.Message, "connecting to "+want+" is not allowed: it is a link-local address")
+	}
+	// Plain http to anything but loopback is refused before a connection.
+	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
+	assert.Contains(t, ferr.Message, "plain http to 192.0.2.1 is refused")
+}

@@ -1,0 +1,98 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// newFetcher is a Fetcher that may reach loopback (the registries of the
+// tests), on a fake clock.
+func newFetcher(t *testing.T, change ...func(*Options)) (*Fetcher, *clocktesting.FakePassiveClock) {
+	t.Helper()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	opts := Options{Policy: cluster.AddressPolicy{AllowLoopback: true}, Clock: clk, Timeout: 20 * time.Second}
+	for _, c := range change {
+		c(&opts)
+	}
+	return NewFetcher(opts), clk
+}
+
+// startRegistry starts a registry on 127.0.0.1, closed with the test.
+func startRegistry(t *testing.T, opts ociregistry.Options) *ociregistry.Server {
+	t.Helper()
+	s, err := ociregistry.Start(opts)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// inputsOf reads Secrets of the namespace shop from memory.
+func inputsOf(objs ...runtime.Object) Inputs {
+	return ClientInputs{Client: fake.NewClientset(objs...)}
+}
+
+func secret(name string, typ corev1.SecretType, data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Type: typ, Data: data}
+}
+
+// ociRelease is a Release of shop whose source is an OCI artifact.
+func ociRelease(src convoyv1alpha1.OCIRepositorySource) *convoyv1alpha1.Release {
+	return &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{OCIRepository: &src}}}
+}
+
+// helmRelease is a Release of shop whose source is a Helm repository chart.
+func helmRelease(src convoyv1alpha1.HelmRepositorySource) *convoyv1alpha1.Release {
+	return &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{HelmRepository: &src}}}
+}
+
+// fetchErr fetches release, expects a failure of reason, and returns it.
+func fetchErr(t *testing.T, f *Fetcher, release *convoyv1alpha1.Release, inputs Inputs, reason string) *failure.Error {
+	t.Helper()
+	_, err := f.Fetch(context.Background(), release, inputs)
+	require.Error(t, err)
+	ferr, ok := failure.As(err)
+	require.True(t, ok, "not a failure: %v", err)
+	require.Equal(t, reason, ferr.Reason, "message: %s", ferr.Message)
+	return ferr
+}
+
+// count counts the requests of method whose path holds part.
+func count(requests []ociregistry.Request, method, part string) int {
+	n := 0
+	for _, r := range requests {
+		if r.Method == method && strings.Contains(r.Path, part) {
+			n++
+		}
+	}
+	return n
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// pemOf is the PEM of a test server's certificate.
+func pemOf(s *httptest.Server) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+}

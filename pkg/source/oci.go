@@ -1,0 +1,312 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// Media types of the OCI artifacts a Release may name.
+const (
+	// A Helm chart, as helm push writes it.
+	HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
+	HelmChartMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+	// helmLegacyChartMediaType is what Helm 3.0-3.7 pushed.
+	helmLegacyChartMediaType = "application/tar+gzip"
+)
+
+// BundleMediaTypes are the layer media types of a bundle of plain
+// manifests: one tar+gzip layer of .yaml, .yml and .json files, as flux push
+// artifact, oras push or any image builder writes it.
+var BundleMediaTypes = []string{
+	"application/vnd.cncf.flux.content.v1.tar+gzip",
+	"application/vnd.oci.image.layer.v1.tar+gzip",
+	"application/vnd.docker.image.rootfs.diff.tar.gzip",
+}
+
+// artifact is what the content cache keeps of an artifact, by digest.
+type artifact struct {
+	chart     []byte
+	manifests []File
+}
+
+func (a *artifact) size() int {
+	n := len(a.chart)
+	for _, f := range a.manifests {
+		n += len(f.Name) + len(f.Data)
+	}
+	return n
+}
+
+// ociResolution is an OCI source resolved to a digest.
+type ociResolution struct {
+	repo     name.Repository
+	creds    *credentials
+	puller   *remote.Puller
+	resolved *subresourcesv1alpha1.ResolvedSource
+	// confirmed says that the resolution showed that the registry lets
+	// these credentials read the manifest.
+	confirmed bool
+}
+
+// resolveOCI resolves a tag to a digest (a HEAD of the manifest, kept for
+// ResolveMaxAge per URL, tag and credentials); a digest is its own.
+func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs) (*ociResolution, error) {
+	repo, err := repositoryOf(src.URL, f.opts.Policy.AllowLoopback)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := registryCredentials(ctx, inputs, namespace, src, repo)
+	if err != nil {
+		return nil, err
+	}
+	puller, err := f.pullerFor(repo, creds)
+	if err != nil {
+		return nil, err
+	}
+	r := &ociResolution{repo: repo, creds: creds, puller: puller,
+		resolved: &subresourcesv1alpha1.ResolvedSource{Kind: KindOCIRepository, URL: src.URL, Tag: src.Tag, Digest: src.Digest}}
+	if src.Tag == "" {
+		return r, nil
+	}
+	key := "oci\x00" + src.URL + "\x00" + src.Tag + "\x00" + creds.key
+	if d, ok := f.getResolution(key); ok {
+		r.resolved.Digest = d
+		return r, nil
+	}
+	where := src.URL + ":" + src.Tag
+	desc, err := puller.Head(ctx, repo.Tag(src.Tag))
+	if err != nil {
+		return nil, registryFailure(where+": resolving the tag", err)
+	}
+	if err := f.checkManifestSize(where, desc); err != nil {
+		return nil, err
+	}
+	r.resolved.Digest, r.confirmed = desc.Digest.String(), true
+	f.putResolution(key, r.resolved.Digest)
+	return r, nil
+}
+
+// oci fetches an artifact of an OCI registry: it resolves it (resolveOCI),
+// then reads the manifest by digest (verified by the registry client) and
+// the chart or bundle layer by digest (its size checked against the
+// manifest before it is downloaded, then its bytes against both). An
+// artifact in the content cache is used only once the registry confirmed
+// that these credentials may read it.
+func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs) (*Source, error) {
+	r, err := f.resolveOCI(ctx, namespace, src, inputs)
+	if err != nil {
+		return nil, err
+	}
+	where := src.URL + "@" + r.resolved.Digest
+	if src.Tag != "" {
+		where = src.URL + ":" + src.Tag + "@" + r.resolved.Digest
+	}
+	ref := r.repo.Digest(r.resolved.Digest)
+	out := &Source{Where: where, Resolved: r.resolved}
+
+	accessKey := "oci\x00" + r.repo.String() + "\x00" + r.resolved.Digest + "\x00" + r.creds.key
+	if a, ok := f.getContent(r.resolved.Digest); ok {
+		if !r.confirmed && !f.isConfirmed(accessKey) {
+			if _, err := r.puller.Head(ctx, ref); err != nil {
+				return nil, registryFailure(where+": confirming access to the manifest", err)
+			}
+		}
+		f.confirm(accessKey)
+		out.Chart, out.Manifests = a.chart, a.manifests
+		return out, nil
+	}
+
+	desc, err := r.puller.Get(ctx, ref)
+	if err != nil {
+		return nil, registryFailure(where+": reading the manifest", err)
+	}
+	var manifest v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &manifest); err != nil {
+		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the manifest (%s) is not an image manifest", where, desc.MediaType)
+	}
+	layer, isChart, err := artifactLayer(where, &manifest)
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(f.opts.MaxArtifactBytes)
+	if layer.Size > limit {
+		return nil, tooLarge(fmt.Sprintf("%s: the layer %s", where, layer.Digest), layer.Size, limit)
+	}
+	data, err := f.readBlob(ctx, r.puller, r.repo, where, layer)
+	if err != nil {
+		return nil, err
+	}
+	a := &artifact{}
+	if isChart {
+		if err := checkInflated(where, data, limit); err != nil {
+			return nil, err
+		}
+		a.chart = data
+	} else if a.manifests, err = unbundle(where, data, limit); err != nil {
+		return nil, err
+	}
+	f.putContent(r.resolved.Digest, a)
+	f.confirm(accessKey)
+	out.Chart, out.Manifests = a.chart, a.manifests
+	return out, nil
+}
+
+// checkManifestSize refuses a manifest larger than the artifact limit
+// before it is read.
+func (f *Fetcher) checkManifestSize(where string, desc *v1.Descriptor) error {
+	if limit := int64(f.opts.MaxArtifactBytes); desc.Size > limit {
+		return tooLarge(where+": the manifest", desc.Size, limit)
+	}
+	return nil
+}
+
+// artifactLayer tells a Helm chart (its chart layer) from a bundle of
+// manifests (its one tar+gzip layer); any other artifact is
+// ArtifactUnsupported, with its media types in the message.
+func artifactLayer(where string, m *v1.Manifest) (v1.Descriptor, bool, error) {
+	if string(m.Config.MediaType) == HelmConfigMediaType {
+		for _, l := range m.Layers {
+			if mt := string(l.MediaType); mt == HelmChartMediaType || mt == helmLegacyChartMediaType {
+				return l, true, nil
+			}
+		}
+		return v1.Descriptor{}, false, failure.New(ReasonArtifactUnsupported, nil, "%s: a Helm chart artifact without a layer of type %s", where, HelmChartMediaType)
+	}
+	if len(m.Layers) == 1 {
+		for _, mt := range BundleMediaTypes {
+			if string(m.Layers[0].MediaType) == mt {
+				return m.Layers[0], false, nil
+			}
+		}
+	}
+	var types []string
+	for _, l := range m.Layers {
+		types = append(types, string(l.MediaType))
+	}
+	return v1.Descriptor{}, false, failure.New(ReasonArtifactUnsupported, nil,
+		"%s: the artifact (config %s, layers [%s]) is neither a Helm chart (config %s) nor a bundle of manifests (one layer of %s)",
+		where, m.Config.MediaType, strings.Join(types, ", "), HelmConfigMediaType, strings.Join(BundleMediaTypes, ", "))
+}
+
+// readBlob downloads the blob of layer and checks its size and digest: it
+// reads at most layer.Size+1 bytes, however much the registry sends.
+func (f *Fetcher) readBlob(ctx context.Context, puller *remote.Puller, repo name.Repository, where string, layer v1.Descriptor) ([]byte, error) {
+	blob, err := puller.Layer(ctx, repo.Digest(layer.Digest.String()))
+	if err != nil {
+		return nil, registryFailure(where+": reading the layer", err)
+	}
+	rc, err := blob.Compressed()
+	if err != nil {
+		return nil, registryFailure(where+": reading the layer", err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(teeLimit(rc, h, layer.Size+1))
+	if err != nil && !strings.Contains(err.Error(), "error verifying sha256") {
+		return nil, registryFailure(where+": reading the layer", err)
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); n != layer.Size || got != layer.Digest.String() {
+		return nil, failure.New(ReasonDigestMismatch, nil, "%s: the layer's bytes (%d, %s) are not those of its descriptor (%d, %s)",
+			where, n, got, layer.Size, layer.Digest)
+	}
+	return buf.Bytes(), nil
+}
+
+// repositoryOf parses oci://HOST[:PORT]/PATH.
+func repositoryOf(url string, allowPlainLoopback bool) (name.Repository, error) {
+	ref, ok := strings.CutPrefix(url, "oci://")
+	if !ok {
+		return name.Repository{}, failure.New(ReasonSourceInvalid, nil, "%s is not an oci:// URL", url)
+	}
+	var opts []name.Option
+	if allowPlainLoopback {
+		if host, _, _ := strings.Cut(ref, "/"); isLoopback(hostOnly(host)) {
+			opts = append(opts, name.Insecure)
+		}
+	}
+	repo, err := name.NewRepository(ref, append(opts, name.StrictValidation)...)
+	if err != nil {
+		return name.Repository{}, failure.New(ReasonSourceInvalid, err, "%s is not a repository", url)
+	}
+	return repo, nil
+}
+
+// hostOnly is host without its port.
+func hostOnly(hostport string) string {
+	if strings.HasPrefix(hostport, "[") {
+		if i := strings.Index(hostport, "]"); i > 0 {
+			return hostport[1:i]
+		}
+	}
+	host, _, _ := strings.Cut(hostport, ":")
+	return host
+}
+
+// pullerFor returns the registry client of the registry of repo with
+// creds, kept (with its tokens, per repository) per registry and
+// credentials: a warm fetch pings the registry and asks its token service
+// no more.
+func (f *Fetcher) pullerFor(repo name.Repository, creds *credentials) (*remote.Puller, error) {
+	key := repo.RegistryStr() + "\x00" + creds.key
+	if p, ok := f.pullers.Get(key); ok {
+		return p, nil
+	}
+	c := f.clientFor(creds.tls, creds.tlsKey)
+	p, err := remote.NewPuller(
+		remote.WithTransport(c.transport),
+		remote.WithAuth(creds.auth),
+		remote.WithUserAgent(f.opts.UserAgent),
+		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 2}),
+	)
+	if err != nil {
+		return nil, failure.New(ReasonSourceInvalid, err, "the registry client of %s", repo.RegistryStr())
+	}
+	f.pullers.Put(key, p)
+	return p, nil
+}
+
+// registryFailure classifies an error of the registry client: a refused
+// address keeps its reason; 401 and 403 are SourceUnauthorized, 404
+// ArtifactNotFound, any other answer and the network SourceUnreachable, a
+// manifest that does not hash to its digest DigestMismatch.
+func registryFailure(what string, err error) error {
+	if f, ok := failure.As(err); ok {
+		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
+	}
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		switch code := terr.StatusCode; {
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			return failure.New(ReasonSourceUnauthorized, err, "%s: the registry refused the credentials", what)
+		case code == http.StatusNotFound:
+			return failure.New(ReasonArtifactNotFound, err, "%s: not found", what)
+		}
+		return failure.New(ReasonSourceUnreachable, err, "%s: the registry failed", what)
+	}
+	if strings.Contains(err.Error(), "does not match requested digest") {
+		return failure.New(ReasonDigestMismatch, err, "%s", what)
+	}
+	if netFail := cluster.NetworkFailure(err); netFail != "" {
+		return failure.New(ReasonSourceUnreachable, err, "%s: the registry is unreachable (%s)", what, netFail)
+	}
+	return failure.New(ReasonSourceUnreachable, err, "%s", what)
+}

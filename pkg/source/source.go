@@ -1,0 +1,293 @@
+// Package source fetches the source of a Release, as its identity: a
+// ConfigMap of its namespace, an artifact of an OCI registry (a Helm chart as
+// helm push writes it, or a bundle of manifests), or a chart of a Helm
+// repository. A tag or a version constraint is resolved to a digest once per
+// fetch, and everything is then fetched and verified by digest. Credentials
+// come from Secrets of the Release's namespace, read as its identity; nothing
+// is read from the server's disk or environment. Every connection goes
+// through the address policy, no proxy is used, and credentials go only to
+// the host they are for. Every fetch is bounded in time and bytes, and
+// fetches of the whole server share a number of slots. What a fleet can
+// share is cached without letting one tenant read another's artifact: see
+// docs/internals.md, "Sources".
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// ChartKey is the binaryData key of a source ConfigMap that holds a
+// packaged chart.
+const ChartKey = "chart.tgz"
+
+// Kinds of a ResolvedSource.
+const (
+	KindOCIRepository  = "OCIRepository"
+	KindHelmRepository = "HelmRepository"
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout          = 60 * time.Second
+	DefaultMaxArtifactBytes = 32 << 20
+	DefaultMaxIndexBytes    = 32 << 20
+	DefaultConcurrency      = 8
+	DefaultCacheBytes       = 128 << 20
+	DefaultResolveMaxAge    = time.Minute
+)
+
+// Options configure a Fetcher. Zero fields take their defaults.
+type Options struct {
+	// Policy refuses the addresses no source may reach, after DNS
+	// resolution (AllowLoopback for local development only).
+	Policy cluster.AddressPolicy
+	// Timeout bounds one fetch: resolving, downloading and verifying
+	// (--fetch-timeout).
+	Timeout time.Duration
+	// MaxArtifactBytes bounds a manifest, a blob, a chart archive and what
+	// a bundle of manifests inflates to (--max-artifact-bytes).
+	MaxArtifactBytes int
+	// MaxIndexBytes bounds a Helm repository's index (--max-index-bytes).
+	MaxIndexBytes int
+	// Concurrency is how many fetches run at once, the loops and the
+	// subresources together (--max-concurrent-fetches).
+	Concurrency int
+	// CacheBytes bounds the artifacts kept by digest (--source-cache-bytes);
+	// negative: no cache at all, every fetch resolves and downloads.
+	CacheBytes int
+	// ResolveMaxAge is how long a tag or an index is reused for the same
+	// URL and credentials, and an identity's access to a cached artifact
+	// is taken as confirmed (--source-resolve-max-age).
+	ResolveMaxAge time.Duration
+	// UserAgent is sent with every request.
+	UserAgent string
+	// Clock is the caches' clock; nil: the real one.
+	Clock clock.PassiveClock
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.MaxArtifactBytes <= 0 {
+		o.MaxArtifactBytes = DefaultMaxArtifactBytes
+	}
+	if o.MaxIndexBytes <= 0 {
+		o.MaxIndexBytes = DefaultMaxIndexBytes
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.ResolveMaxAge <= 0 {
+		o.ResolveMaxAge = DefaultResolveMaxAge
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = cluster.UserAgent
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// Source is what a Release's source holds: a packaged chart or plain
+// manifests.
+type Source struct {
+	// Where names the source in messages: "ConfigMap NS/NAME binaryData
+	// chart.tgz", "oci://HOST/PATH@sha256:...".
+	Where string
+	// Chart is a packaged Helm chart; nil for manifests.
+	Chart []byte
+	// Manifests are files of plain manifests (names ending .yaml, .yml or
+	// .json), in the order they are read.
+	Manifests []File
+	// Resolved is the artifact fetched, for a registry or a repository.
+	Resolved *subresourcesv1alpha1.ResolvedSource
+}
+
+// File is one file of manifests.
+type File struct {
+	// Name is the key of the ConfigMap, or the path in the bundle; its
+	// ending tells YAML from JSON.
+	Name string
+	// Where names the file in messages: "ConfigMap NS/NAME key a.yaml".
+	Where string
+	Data  []byte
+}
+
+// IsManifestFile tells whether a ConfigMap key or a file holds manifests.
+func IsManifestFile(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")
+}
+
+// Fetcher fetches sources. It is safe for concurrent use; one Fetcher
+// serves the loops and the subresources, so its caches and slots are
+// shared.
+type Fetcher struct {
+	opts  Options
+	slots chan struct{}
+	// contents are artifacts by digest; resolutions are digests (OCI) and
+	// indexes (Helm) by URL and credentials; confirmed are the (repository,
+	// digest, credentials) whose access the registry confirmed.
+	contents    *agecache.Cache[string, *artifact]
+	resolutions *agecache.Cache[string, string]
+	indexes     *agecache.Cache[string, *index]
+	confirmed   *agecache.Cache[string, bool]
+	clients     *agecache.Cache[string, *client]
+	pullers     *agecache.Cache[string, *remote.Puller]
+}
+
+// NewFetcher returns a Fetcher.
+func NewFetcher(opts Options) *Fetcher {
+	opts = opts.withDefaults()
+	f := &Fetcher{opts: opts, slots: make(chan struct{}, opts.Concurrency)}
+	if opts.CacheBytes > 0 {
+		const entries = 4096
+		f.contents = agecache.New[string, *artifact](opts.CacheBytes, 24*time.Hour, opts.Clock, (*artifact).size)
+		f.resolutions = agecache.New[string, string](entries, opts.ResolveMaxAge, opts.Clock, nil)
+		f.indexes = agecache.New[string, *index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*index).size)
+		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
+	}
+	// Clients (their connections, and a registry's tokens) are kept per
+	// host and credentials whatever the cache.
+	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)
+	f.pullers = agecache.New[string, *remote.Puller](1024, 10*time.Minute, opts.Clock, nil)
+	return f
+}
+
+// Limits returns the Fetcher's options, with their defaults.
+func (f *Fetcher) Limits() Options { return f.opts }
+
+// defaultFetcher is what a Fetcher of the zero Options is: for tests and
+// tools; convoy-apiserver builds its own from its flags.
+var defaultFetcher = NewFetcher(Options{})
+
+// Default returns a Fetcher with the default Options (loopback refused).
+func Default() *Fetcher { return defaultFetcher }
+
+// errFetchTimeout is the cause of the deadline of a fetch.
+var errFetchTimeout = errors.New("fetch timeout")
+
+// Fetch fetches the source of release: spec.source.configMap,
+// spec.source.ociRepository or spec.source.helmRepository, reading what it
+// needs from the Release's namespace with inputs (as its identity). Every
+// error is a *failure.Error.
+func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
+	src := release.Spec.Source
+	var set []string
+	if src.ConfigMap != nil {
+		set = append(set, "configMap")
+	}
+	if src.HelmRepository != nil {
+		set = append(set, "helmRepository")
+	}
+	if src.OCIRepository != nil {
+		set = append(set, "ociRepository")
+	}
+	switch {
+	case len(set) == 0:
+		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets no source kind")
+	case len(set) > 1:
+		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
+	case src.ConfigMap != nil:
+		return configMap(ctx, release.Namespace, src.ConfigMap.Name, inputs)
+	}
+
+	select {
+	case f.slots <- struct{}{}:
+		defer func() { <-f.slots }()
+	case <-ctx.Done():
+		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx), "waiting for one of the fetches running now (--max-concurrent-fetches)")
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
+	defer cancel()
+	var out *Source
+	var err error
+	if src.OCIRepository != nil {
+		out, err = f.oci(ctx, release.Namespace, src.OCIRepository, inputs)
+	} else {
+		out, err = f.helm(ctx, release.Namespace, src.HelmRepository, inputs)
+	}
+	if err != nil && errors.Is(context.Cause(ctx), errFetchTimeout) {
+		return nil, failure.New(ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
+	}
+	return out, err
+}
+
+// Resolve returns the digest the source of release resolves to now: a
+// digest of spec, a tag resolved with a HEAD of the manifest, a version of a
+// Helm repository's index; "" for a ConfigMap. It shares Fetch's caches, so
+// it costs a request per URL, tag or index and credentials per
+// ResolveMaxAge at most: what the render cache keys a render by.
+func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
+	src := release.Spec.Source
+	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	defer cancel()
+	switch {
+	case src.OCIRepository != nil && src.ConfigMap == nil && src.HelmRepository == nil:
+		r, err := f.resolveOCI(ctx, release.Namespace, src.OCIRepository, inputs)
+		if err != nil {
+			return "", err
+		}
+		return r.resolved.Digest, nil
+	case src.HelmRepository != nil && src.ConfigMap == nil && src.OCIRepository == nil:
+		r, err := f.resolveHelm(ctx, release.Namespace, src.HelmRepository, inputs)
+		if err != nil {
+			return "", err
+		}
+		return r.resolved.Digest, nil
+	}
+	return "", nil
+}
+
+// configMap reads a source ConfigMap: a packaged chart in binaryData
+// chart.tgz, else every key of data ending .yaml, .yml or .json, in key
+// order.
+func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Source, error) {
+	where := convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: namespace, Name: name}.Describe()
+	cm, err := inputs.ConfigMap(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, failure.Quiet(ReasonSourceNotFound, err, "source %s not found", where)
+	case apierrors.IsForbidden(err):
+		return nil, failure.New(ReasonInputForbidden, err, "source %s may not be read", where)
+	case err != nil:
+		return nil, failure.New(ReasonInputUnavailable, err, "source %s could not be read", where)
+	}
+	if tgz, ok := cm.BinaryData[ChartKey]; ok {
+		return &Source{Where: fmt.Sprintf("%s binaryData %s", where, ChartKey), Chart: tgz}, nil
+	}
+	var keys []string
+	for k := range cm.Data {
+		if IsManifestFile(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, failure.New(ReasonSourceInvalid, nil, "source %s holds neither binaryData %s nor a data key ending .yaml, .yml or .json", where, ChartKey)
+	}
+	slices.Sort(keys)
+	out := &Source{Where: where}
+	for _, k := range keys {
+		out.Manifests = append(out.Manifests, File{Name: k, Where: where + " key " + k, Data: []byte(cm.Data[k])})
+	}
+	return out, nil
+}
