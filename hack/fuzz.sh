@@ -16,6 +16,7 @@ targets=(
   ./pkg/render:FuzzManifests ./pkg/render:FuzzMutations ./pkg/render:FuzzStoreDecode
   ./pkg/cluster:FuzzKubeconfig ./pkg/cluster:FuzzAddressPolicy ./pkg/compare:FuzzDiff
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
+  ./pkg/source:FuzzIndex ./pkg/source:FuzzUnbundle ./pkg/source:FuzzDockerConfig
 )
 failed=0
 for t in "${targets[@]}"; do

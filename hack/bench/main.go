@@ -56,6 +56,7 @@ import (
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 const namespace = "bench"
@@ -156,7 +157,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	renderer := render.NewRenderer(render.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
+	renderer := render.NewRenderer(source.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
 	touch, err := toucher(cp, manifest)
 	if err != nil {
 		return err

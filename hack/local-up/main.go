@@ -37,6 +37,8 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // marker tells a directory that local-up may wipe from one it must not touch.
@@ -214,7 +216,10 @@ func startStandIn(ctx context.Context, cp *controlplane.ControlPlane, dir string
 		return err
 	}
 	controller := &standin.Controller{
-		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{}},
+		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{},
+			// The example registry runs on loopback.
+			Engine: render.NewEngine(nil, render.Limits{}).WithSources(source.NewFetcher(source.Options{
+				Policy: cluster.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}))},
 		Workers: 4,
 	}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile)))

@@ -31,6 +31,7 @@ import (
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Annotations of rendered objects that the stand-in reads (convoy's
@@ -74,6 +75,9 @@ type Applier struct {
 	Convoy  convoyclient.Interface // Releases and ReleaseInventories
 	Clients ClientsFunc
 	Clock   clock.PassiveClock
+	// Engine renders and fetches sources (render.NewEngine's when nil,
+	// whose sources may not be on loopback).
+	Engine *render.Engine
 }
 
 // Render renders the Release afresh with its clients.
@@ -82,7 +86,11 @@ func (a *Applier) Render(ctx context.Context, release *convoyv1alpha1.Release) (
 	if err != nil {
 		return nil, err
 	}
-	return render.NewRenderer(render.ClientInputs{Client: c.Home}, render.MapperScoper{Mapper: c.Mapper}).Render(ctx, release)
+	engine := a.Engine
+	if engine == nil {
+		engine = render.NewEngine(nil, render.Limits{})
+	}
+	return engine.Renderer(source.ClientInputs{Client: c.Home}, render.MapperScoper{Mapper: c.Mapper}).Render(ctx, release)
 }
 
 // Store keeps r in the render store of the Release.

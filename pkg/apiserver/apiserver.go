@@ -31,6 +31,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 	"github.com/kumodo/convoy-apiserver/pkg/version"
 )
@@ -60,6 +61,10 @@ type ExtraConfig struct {
 	// RenderConcurrency is how many charts are templated at once, by the
 	// loops and the subresources together.
 	RenderConcurrency int
+	// Sources are the settings of the fetches of OCI and Helm repository
+	// sources: their address policy (its Deny is Target.Deny), limits and
+	// caches.
+	Sources source.Options
 	// Cache turns on the caches of the loops: shared metadata-only LISTs
 	// (Target.ListFreshness), the compare of unchanged objects, renders of
 	// unchanged inputs and verdicts of unchanged objects, each reused for at
@@ -167,7 +172,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding this program, to template charts in children of it: %w", err)
 	}
-	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render)
+	sourceOpts := x.Sources
+	sourceOpts.Policy.Deny = x.Target.Deny
+	if !x.Cache {
+		sourceOpts.CacheBytes = -1
+	}
+	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render).WithSources(source.NewFetcher(sourceOpts))
 	redactor := redact.New()
 	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
 	if x.Cache {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -57,6 +58,7 @@ type cachedRender struct {
 	renderSize int // the render's Size
 	jsonSize   int // the size of data inflated
 	data       []byte
+	resolved   *subresourcesv1alpha1.ResolvedSource
 }
 
 // NewRenderCache returns a RenderCache of at most maxBytes whose renders
@@ -79,7 +81,7 @@ type cachingRenderer struct {
 
 // Render implements Renderer.
 func (r cachingRenderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*render.Render, error) {
-	key, ok := r.cache.key(ctx, r.access, release)
+	key, ok := r.cache.key(ctx, r.next, r.access, release)
 	if ok {
 		if cached, hit := r.cache.get(key); hit {
 			return cached, nil
@@ -92,11 +94,28 @@ func (r cachingRenderer) Render(ctx context.Context, release *convoyv1alpha1.Rel
 	return out, err
 }
 
+// SourceResolver is a Renderer that tells what the source of a Release
+// resolves to now (render.Renderer.ResolveSource): the digest of an OCI or
+// Helm repository source, "" for a ConfigMap.
+type SourceResolver interface {
+	ResolveSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error)
+}
+
+// input is an object a render reads, by resource and name.
+type input struct {
+	resource schema.GroupVersionResource
+	name     string
+}
+
 // key is the key of release's render, false when the resourceVersions of
-// its inputs cannot be had from a LIST.
-func (c *RenderCache) key(ctx context.Context, access *cluster.Access, release *convoyv1alpha1.Release) (string, bool) {
-	src := release.Spec.Source.ConfigMap
-	if access.HomeSnapshots == nil || src == nil {
+// its inputs cannot be had from a LIST, or its source cannot be resolved
+// (the render then says why). A source in a registry or a repository is
+// keyed by the digest it resolves to now (next resolves it, which costs a
+// request per tag or index and credentials per --source-resolve-max-age at
+// most) and by its Secrets.
+func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Access, release *convoyv1alpha1.Release) (string, bool) {
+	src := release.Spec.Source
+	if access.HomeSnapshots == nil {
 		return "", false
 	}
 	spec, err := renderSpecHash(&release.Spec)
@@ -105,20 +124,42 @@ func (c *RenderCache) key(ctx context.Context, access *cluster.Access, release *
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s/%s/%s", release.UID, spec, access.Identity.UserName(), access.Target.Name)
-	inputs := []struct {
-		resource schema.GroupVersionResource
-		name     string
-	}{{configMapsResource, src.Name}}
+	var inputs []input
+	secretRefs := func(refs ...*convoyv1alpha1.LocalObjectReference) {
+		for _, r := range refs {
+			if r != nil {
+				inputs = append(inputs, input{secretsResource, r.Name})
+			}
+		}
+	}
+	switch {
+	case src.ConfigMap != nil:
+		inputs = append(inputs, input{configMapsResource, src.ConfigMap.Name})
+	case src.OCIRepository != nil:
+		secretRefs(src.OCIRepository.SecretRef, src.OCIRepository.CertSecretRef)
+	case src.HelmRepository != nil:
+		secretRefs(src.HelmRepository.SecretRef, src.HelmRepository.CertSecretRef)
+	default:
+		return "", false
+	}
+	if src.ConfigMap == nil {
+		resolver, ok := next.(SourceResolver)
+		if !ok {
+			return "", false
+		}
+		digest, err := resolver.ResolveSource(ctx, release)
+		if err != nil {
+			return "", false
+		}
+		fmt.Fprintf(&b, "/source@%s", digest)
+	}
 	if content := release.Spec.Content; content != nil {
 		for _, v := range content.ValuesFrom {
 			res := configMapsResource
 			if v.Kind == "Secret" {
 				res = secretsResource
 			}
-			inputs = append(inputs, struct {
-				resource schema.GroupVersionResource
-				name     string
-			}{res, v.Name})
+			inputs = append(inputs, input{res, v.Name})
 		}
 	}
 	for _, in := range inputs {
@@ -146,7 +187,7 @@ func (c *RenderCache) get(key string) (*render.Render, bool) {
 	if err := utiljson.Unmarshal(raw, &objects); err != nil {
 		return nil, false
 	}
-	r := &render.Render{Ref: cached.ref, Size: cached.renderSize, Objects: make([]*unstructured.Unstructured, len(objects))}
+	r := &render.Render{Ref: cached.ref, Size: cached.renderSize, Resolved: cached.resolved, Objects: make([]*unstructured.Unstructured, len(objects))}
 	for i, obj := range objects {
 		r.Objects[i] = &unstructured.Unstructured{Object: obj}
 	}
@@ -166,7 +207,7 @@ func (c *RenderCache) put(key string, r *render.Render) {
 	if err != nil {
 		return
 	}
-	c.entries.Put(key, cachedRender{ref: r.Ref, renderSize: r.Size, jsonSize: len(raw), data: data})
+	c.entries.Put(key, cachedRender{ref: r.Ref, renderSize: r.Size, jsonSize: len(raw), data: data, resolved: r.Resolved})
 }
 
 // deflaters and inflaters are DEFLATE writers and readers to reuse: a

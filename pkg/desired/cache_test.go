@@ -118,6 +118,66 @@ func TestRenderCacheKeys(t *testing.T) {
 	assert.Equal(t, 7, next.n)
 }
 
+// resolvingRenderer is a countingRenderer whose source resolves to digest,
+// or fails with err.
+type resolvingRenderer struct {
+	countingRenderer
+	digest   string
+	err      error
+	resolved int
+}
+
+func (r *resolvingRenderer) ResolveSource(context.Context, *convoyv1alpha1.Release) (string, error) {
+	r.resolved++
+	return r.digest, r.err
+}
+
+// A Release whose source is in a registry is rendered again when its tag
+// resolves to another digest or its pull Secret changes, and never taken
+// from the cache when its source cannot be resolved (the render says why).
+func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme, inputMeta("Secret", "pull", "1"))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	access := &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "default"},
+		HomeSnapshots: cluster.NewSnapshots(meta, time.Nanosecond, clk), Target: &cluster.Target{}}
+	cache := NewRenderCache(1000, time.Hour, clk)
+	next := &resolvingRenderer{digest: "sha256:aaa"}
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{
+			URL: "oci://registry.example/web", Tag: "stable", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "pull"}}}}}
+	render := func() {
+		clk.Step(time.Millisecond)
+		_, err := cache.Renderer(next, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	render()
+	render()
+	assert.Equal(t, 1, next.n, "nothing changed")
+	assert.Equal(t, 2, next.resolved, "resolved each time")
+
+	next.digest = "sha256:bbb"
+	render()
+	assert.Equal(t, 2, next.n, "the tag moved")
+	_, err := meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta("Secret", "pull", "2"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	render()
+	assert.Equal(t, 3, next.n, "the pull Secret changed")
+
+	next.err = errors.New("registry down")
+	render()
+	render()
+	assert.Equal(t, 5, next.n, "no key without a digest: rendered, which tells why")
+
+	plain := &countingRenderer{}
+	_, err = cache.Renderer(plain, access).Render(context.Background(), release)
+	require.NoError(t, err)
+	_, err = cache.Renderer(plain, access).Render(context.Background(), release)
+	require.NoError(t, err)
+	assert.Equal(t, 2, plain.n, "a renderer that cannot resolve sources is never cached for them")
+}
+
 func TestRenderCacheBounds(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, metav1.AddMetaToScheme(scheme))

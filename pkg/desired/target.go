@@ -3,6 +3,7 @@ package desired
 import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // For returns the Resolver of a Release that acts with access: it renders
@@ -13,7 +14,7 @@ import (
 // render whose inputs did not change is reused. Building one costs no
 // request.
 func For(engine *render.Engine, cache *RenderCache, access *cluster.Access) *Resolver {
-	var renderer Renderer = engine.Renderer(render.ClientInputs{Client: access.Home}, render.MapperScoper{Mapper: access.Target.Mapper})
+	var renderer Renderer = engine.Renderer(source.ClientInputs{Client: access.Home}, render.MapperScoper{Mapper: access.Target.Mapper})
 	if cache != nil {
 		renderer = cache.Renderer(renderer, access)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Reasons of the InSync condition: compare.ReasonInSync (True),
@@ -41,8 +42,10 @@ const (
 //   - a connection the address policy refused, wherever it happened (the
 //     render's discovery is the first connection to the cluster):
 //     cluster.ReasonAddressNotAllowed;
-//   - a failure of the Access (ClusterNotFound, ClusterConfigInvalid) or a
-//     limit of the render (TooManyObjects, RenderTimeout, ...): its reason;
+//   - a failure of the Access (ClusterNotFound, ClusterConfigInvalid), a
+//     limit of the render (TooManyObjects, RenderTimeout, ...) or a source
+//     that could not be fetched (SourceUnreachable, SourceUnauthorized,
+//     ArtifactNotFound, DigestMismatch, ...): its reason;
 //   - an input that could not be read because the network failed:
 //     ClusterUnreachable;
 //   - any other failure of the render: ReasonRenderFailed, the render's
@@ -73,9 +76,9 @@ func classify(err error, otherwise string, identity cluster.Identity) *failure.E
 	switch {
 	case !ok:
 		return failure.Quiet(otherwise, err, "%v", err)
-	case otherwise != ReasonRenderFailed, render.IsLimit(f.Reason):
+	case otherwise != ReasonRenderFailed, render.IsLimit(f.Reason), source.IsFetchFailure(f.Reason):
 		return f
-	case f.Reason == render.ReasonInputUnavailable && cluster.NetworkFailure(f) != "":
+	case f.Reason == source.ReasonInputUnavailable && cluster.NetworkFailure(f) != "":
 		return failure.Quiet(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", cluster.NetworkFailure(f), f.Message)
 	}
 	return failure.Quiet(ReasonRenderFailed, err, "%s: %s", f.Reason, f.Message)

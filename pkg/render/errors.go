@@ -1,7 +1,8 @@
 package render
 
 // Reasons of a render failure (a *failure.Error: Renderer.Render returns no
-// other error). Each names the step that failed.
+// other error). Each names the step that failed; the source and the
+// inputs have theirs in pkg/source.
 //
 // Messages count positions as follows: "document N" is the N-th non-empty
 // YAML document of a key, from 1, as an editor counts them; "item N" is the
@@ -9,14 +10,6 @@ package render
 // into spec.content.valuesFrom and spec.mutations, from 0, as in
 // spec.mutations[N].
 const (
-	// ReasonSourceNotFound: the source ConfigMap does not exist.
-	ReasonSourceNotFound = "SourceNotFound"
-	// ReasonSourceNotSupported: a source kind that is not built yet
-	// (helmRepository, ociRepository).
-	ReasonSourceNotSupported = "SourceNotSupported"
-	// ReasonSourceInvalid: no source, more than one source, or a source
-	// ConfigMap that holds neither a chart nor a manifest key.
-	ReasonSourceInvalid = "SourceInvalid"
 	// ReasonValuesNotFound: a valuesFrom object or key is missing and not optional.
 	ReasonValuesNotFound = "ValuesNotFound"
 	// ReasonValuesInvalid: values that do not parse to a map, a valuesFrom of
@@ -33,14 +26,4 @@ const (
 	ReasonTemplateFailed = "TemplateFailed"
 	// ReasonMutationFailed: a mutation could not be applied.
 	ReasonMutationFailed = "MutationFailed"
-	// ReasonInputForbidden: the identity the Release acts as may not read an
-	// input (the source ConfigMap, a valuesFrom ConfigMap or Secret); the
-	// message is the API server's, which names the user, the verb and the
-	// object.
-	ReasonInputForbidden = "InputForbidden"
-	// ReasonInputUnavailable: an input could not be read for a reason other
-	// than NotFound or Forbidden (timeout, server error), or the Scoper failed
-	// for a reason other than an unknown kind. Unlike the reasons above, it
-	// says nothing about the Release itself and may pass on a retry.
-	ReasonInputUnavailable = "InputUnavailable"
 )

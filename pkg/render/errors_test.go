@@ -16,6 +16,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 func TestRenderErrors(t *testing.T) {
@@ -38,37 +39,39 @@ func TestRenderErrors(t *testing.T) {
 		{
 			name:    "source ConfigMap missing",
 			release: release("src"),
-			reason:  ReasonSourceNotFound,
+			reason:  source.ReasonSourceNotFound,
 			message: []string{"source ConfigMap demo/src not found"},
 		},
 		{
-			name: "helmRepository",
+			// The default Fetcher refuses loopback: refused by the dialer,
+			// before any packet.
+			name: "helmRepository on a refused address",
 			release: release("", func(s *convoyv1alpha1.ReleaseSpec) {
-				s.Source = convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{URL: "https://charts.example.com", Chart: "x"}}
+				s.Source = convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{URL: "https://127.0.0.1:1", Chart: "x"}}
 			}),
-			reason:  ReasonSourceNotSupported,
-			message: []string{"source kind helmRepository is not built yet"},
+			reason:  "AddressNotAllowed",
+			message: []string{"https://127.0.0.1:1/index.yaml: the index", "connecting to 127.0.0.1:1 is not allowed"},
 		},
 		{
-			name: "ociRepository",
+			name: "ociRepository on a refused address",
 			release: release("", func(s *convoyv1alpha1.ReleaseSpec) {
-				s.Source = convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: "oci://example.com/x"}}
+				s.Source = convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: "oci://127.0.0.1:1/x", Tag: "1.0.0"}}
 			}),
-			reason:  ReasonSourceNotSupported,
-			message: []string{"source kind ociRepository is not built yet"},
+			reason:  "AddressNotAllowed",
+			message: []string{"oci://127.0.0.1:1/x:1.0.0: resolving the tag", "connecting to 127.0.0.1:1 is not allowed"},
 		},
 		{
 			name:    "no source",
 			release: release("", func(s *convoyv1alpha1.ReleaseSpec) { s.Source = convoyv1alpha1.ReleaseSource{} }),
-			reason:  ReasonSourceInvalid,
+			reason:  source.ReasonSourceInvalid,
 			message: []string{"spec.source sets no source kind"},
 		},
 		{
 			name: "two sources",
 			release: release("src", func(s *convoyv1alpha1.ReleaseSpec) {
-				s.Source.OCIRepository = &convoyv1alpha1.OCIRepositorySource{URL: "oci://example.com/x"}
+				s.Source.OCIRepository = &convoyv1alpha1.OCIRepositorySource{URL: "oci://192.0.2.1/x"}
 			}),
-			reason:  ReasonSourceInvalid,
+			reason:  source.ReasonSourceInvalid,
 			message: []string{"more than one source kind: configMap, ociRepository"},
 		},
 		{
@@ -77,7 +80,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{configMap("src", map[string]string{"README.md": "hi"})}
 			},
 			release: release("src"),
-			reason:  ReasonSourceInvalid,
+			reason:  source.ReasonSourceInvalid,
 			message: []string{"source ConfigMap demo/src holds neither binaryData chart.tgz nor a data key ending .yaml, .yml or .json"},
 		},
 		{
@@ -86,7 +89,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{configMap("src", map[string]string{"a.yaml": deploy})}
 			},
 			release: release("forbidden"),
-			reason:  ReasonInputForbidden,
+			reason:  source.ReasonInputForbidden,
 			message: []string{"source ConfigMap demo/forbidden may not be read", "forbidden"},
 		},
 		{
@@ -114,7 +117,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{chartConfigMap("src", chart(t))}
 			},
 			release: release("src", valuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "forbidden", Optional: true})),
-			reason:  ReasonInputForbidden,
+			reason:  source.ReasonInputForbidden,
 			message: []string{"valuesFrom 0: Secret demo/forbidden may not be read"},
 		},
 		{
@@ -281,7 +284,7 @@ func TestRenderErrors(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			r := NewRenderer(ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
+			r := NewRenderer(source.ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
 			rerr := renderErr(t, r, tt.release, tt.reason)
 			for _, m := range tt.message {
 				assert.Contains(t, rerr.Message, m)
@@ -312,14 +315,14 @@ func TestScoperErrors(t *testing.T) {
 
 	// An unknown kind keeps its namespace; a nil Scoper knows no kind.
 	for _, s := range []Scoper{failingScoper{err: &metaNoMatch{}}, nil} {
-		r := NewRenderer(ClientInputs{Client: fake.NewClientset(cm)}, s)
+		r := NewRenderer(source.ClientInputs{Client: fake.NewClientset(cm)}, s)
 		out := renderOK(t, r, release("src"))
 		assert.Equal(t, "", out.Objects[0].GetNamespace())
 	}
 
 	// Any other failure fails the render.
-	r := NewRenderer(ClientInputs{Client: fake.NewClientset(cm)}, failingScoper{err: errors.New("discovery down")})
-	rerr := renderErr(t, r, release("src"), ReasonInputUnavailable)
+	r := NewRenderer(source.ClientInputs{Client: fake.NewClientset(cm)}, failingScoper{err: errors.New("discovery down")})
+	rerr := renderErr(t, r, release("src"), source.ReasonInputUnavailable)
 	assert.Contains(t, rerr.Message, "scope of v1 ConfigMap: discovery down")
 }
 
@@ -327,7 +330,7 @@ func TestRenderNilRelease(t *testing.T) {
 	_, err := newTestRenderer().Render(context.Background(), nil)
 	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, ReasonSourceInvalid, rerr.Reason)
+	assert.Equal(t, source.ReasonSourceInvalid, rerr.Reason)
 }
 
 // metaNoMatch is a NoKindMatchError as a RESTMapper returns it.

@@ -9,13 +9,12 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // FuzzManifests: any text in a source ConfigMap's key gives objects or a
@@ -33,10 +32,7 @@ func FuzzManifests(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		objs, err := renderManifests(&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "src"},
-			Data:       map[string]string{"a.yaml": text},
-		})
+		objs, err := renderManifests([]source.File{{Name: "a.yaml", Where: "ConfigMap demo/src key a.yaml", Data: []byte(text)}})
 		if err != nil {
 			if err.Reason == "" || err.Message == "" {
 				t.Fatalf("an error without reason or message: %#v", err)

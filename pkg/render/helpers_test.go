@@ -19,6 +19,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 const testNS = "demo"
@@ -48,7 +49,7 @@ func testMapper() meta.RESTMapper {
 
 // newTestRenderer returns a Renderer over a fake clientset holding objs.
 func newTestRenderer(objs ...runtime.Object) *Renderer {
-	return NewRenderer(ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
+	return NewRenderer(source.ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
 }
 
 func configMap(name string, data map[string]string) *corev1.ConfigMap {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Reasons of a render that passed one of its Limits. Each names the limit
@@ -109,8 +110,9 @@ func (InProcess) Template(ctx context.Context, req ChartRequest) ([]*unstructure
 // are templated and the Limits. Renderers and Stores built from it are cheap;
 // build them per Release, with the Release's identity's clients.
 type Engine struct {
-	charts ChartRunner
-	limits Limits
+	charts  ChartRunner
+	sources *source.Fetcher
+	limits  Limits
 }
 
 // NewEngine returns an Engine that templates charts with charts (InProcess
@@ -119,7 +121,15 @@ func NewEngine(charts ChartRunner, limits Limits) *Engine {
 	if charts == nil {
 		charts = InProcess{}
 	}
-	return &Engine{charts: charts, limits: limits.withDefaults()}
+	return &Engine{charts: charts, sources: source.Default(), limits: limits.withDefaults()}
+}
+
+// WithSources returns a copy of e that fetches sources with sources (the
+// Engine of NewEngine fetches with source.Default, which refuses loopback).
+func (e *Engine) WithSources(sources *source.Fetcher) *Engine {
+	c := *e
+	c.sources = sources
+	return &c
 }
 
 // defaultEngine templates in process, with the default Limits.
@@ -130,7 +140,7 @@ func (e *Engine) Limits() Limits { return e.limits }
 
 // Renderer returns a Renderer that reads inputs and scopes namespaces with
 // scoper.
-func (e *Engine) Renderer(inputs Inputs, scoper Scoper) *Renderer {
+func (e *Engine) Renderer(inputs source.Inputs, scoper Scoper) *Renderer {
 	return &Renderer{engine: e, inputs: inputs, scoper: scoper}
 }
 

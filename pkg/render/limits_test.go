@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // manyConfigMaps is a manifest of n ConfigMaps.
@@ -30,7 +31,7 @@ func manyConfigMaps(n int) string {
 func TestRenderLimits(t *testing.T) {
 	src := configMap("src", map[string]string{"all.yaml": manyConfigMaps(50)})
 	renderer := func(l Limits) *Renderer {
-		return NewEngine(nil, l).Renderer(ClientInputs{Client: fake.NewClientset(src)}, MapperScoper{Mapper: testMapper()})
+		return NewEngine(nil, l).Renderer(source.ClientInputs{Client: fake.NewClientset(src)}, MapperScoper{Mapper: testMapper()})
 	}
 	renderOK(t, renderer(Limits{MaxObjects: 50}), release("src"))
 

@@ -7,46 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
-// isManifestKey tells whether a ConfigMap key or chart file holds manifests.
-func isManifestKey(key string) bool {
-	return strings.HasSuffix(key, ".yaml") || strings.HasSuffix(key, ".yml") || strings.HasSuffix(key, ".json")
-}
-
-// manifestKeys returns the keys of cm.Data that hold manifests, sorted.
-// binaryData is not read for manifests: it holds only chart.tgz.
-func manifestKeys(cm *corev1.ConfigMap) []string {
-	var keys []string
-	for k := range cm.Data {
-		if isManifestKey(k) {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// renderManifests reads the plain manifests of a source ConfigMap: every key
-// of data that ends .yaml, .yml or .json, in sorted key order. Values are not
-// read for plain manifests: they are not templates.
-func renderManifests(cm *corev1.ConfigMap) ([]*unstructured.Unstructured, *failure.Error) {
+// renderManifests parses files of plain manifests, in order. Values are
+// not read for plain manifests: they are not templates.
+func renderManifests(files []source.File) ([]*unstructured.Unstructured, *failure.Error) {
 	var objs []*unstructured.Unstructured
-	for _, key := range manifestKeys(cm) {
-		where := fmt.Sprintf("%s key %s", convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name}.Describe(), key)
-		got, err := parseFile(where, key, []byte(cm.Data[key]))
+	for _, f := range files {
+		got, err := parseFile(f.Where, f.Name, f.Data)
 		if err != nil {
 			return nil, err
 		}

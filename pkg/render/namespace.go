@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // defaultNamespaces gives namespaced objects that name no namespace the
@@ -30,7 +31,7 @@ func (r *Renderer) defaultNamespaces(objs []*unstructured.Unstructured, target s
 			switch {
 			case meta.IsNoMatchError(err):
 			case err != nil:
-				return failure.New(ReasonInputUnavailable, err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
+				return failure.New(source.ReasonInputUnavailable, err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
 			default:
 				known = true
 				scopes[gvk.GroupKind()] = namespaced

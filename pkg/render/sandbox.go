@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // ChildArg is the one argument a program is run with as a Sandbox's child:
@@ -149,7 +150,7 @@ func (s *Sandbox) stopped(ctx context.Context, what string) *failure.Error {
 	if errors.Is(context.Cause(ctx), errRenderTimeout) {
 		return failure.New(ReasonRenderTimeout, nil, "%s took longer than the render timeout (--render-timeout) and was stopped", what)
 	}
-	return failure.New(ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
+	return failure.New(source.ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
 }
 
 // decodeResponse turns what a child wrote into objects or its error,

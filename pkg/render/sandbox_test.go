@@ -18,6 +18,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // TestMain lets the test binary be a Sandbox's child, as convoy-apiserver's
@@ -36,7 +37,7 @@ func sandboxed(t *testing.T, concurrency int, limits Limits, objs ...runtime.Obj
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	engine := NewEngine(NewSandbox(exe, concurrency, childLimits(limits)), limits)
-	return engine.Renderer(ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
+	return engine.Renderer(source.ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
 }
 
 // childLimits are limits for a child that is this test binary: with the
@@ -128,7 +129,7 @@ func TestSandboxSlots(t *testing.T) {
 	require.NoError(t, err)
 	engine := NewEngine(NewSandbox(exe, 1, childLimits(Limits{})), Limits{Timeout: 2 * time.Second})
 	client := fake.NewClientset(chartConfigMap("runaway", runaway(t)), chartConfigMap("small", buildChart(t, "mychart", testChartFiles())))
-	r := engine.Renderer(ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
+	r := engine.Renderer(source.ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = r.Render(context.Background(), release("runaway")) })
 	time.Sleep(200 * time.Millisecond) // the runaway takes the slot
@@ -153,7 +154,7 @@ func TestSandboxBoundsItsOutput(t *testing.T) {
 
 func TestSandboxChildThatFails(t *testing.T) {
 	engine := NewEngine(NewSandbox("/bin/false", 1, Limits{}), Limits{})
-	r := engine.Renderer(ClientInputs{Client: fake.NewClientset(chartConfigMap("src", runaway(t)))}, MapperScoper{Mapper: testMapper()})
+	r := engine.Renderer(source.ClientInputs{Client: fake.NewClientset(chartConfigMap("src", runaway(t)))}, MapperScoper{Mapper: testMapper()})
 	rerr := renderErr(t, r, release("src"), ReasonTemplateFailed)
 	assert.Contains(t, rerr.Message, "the render process failed")
 }

@@ -17,6 +17,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 const (
@@ -69,9 +70,9 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("render %s of release %s/%s: %w", ref, namespace, release, ErrNotStored)
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "render %s in %s may not be read", ref, secret.Describe())
+		return nil, failure.New(source.ReasonInputForbidden, err, "render %s in %s may not be read", ref, secret.Describe())
 	case err != nil:
-		return nil, failure.New(ReasonInputUnavailable, err, "render %s in %s could not be read", ref, secret.Describe())
+		return nil, failure.New(source.ReasonInputUnavailable, err, "render %s in %s could not be read", ref, secret.Describe())
 	}
 	if got.Type != SecretType {
 		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s has type %q, not %q", secret.Describe(), got.Type, SecretType)

@@ -11,6 +11,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // defaultValuesKey is the key of a valuesFrom entry that names none.
@@ -103,9 +104,9 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 		}
 		return nil, failure.Quiet(ReasonValuesNotFound, err, "%s not found", what)
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", what)
+		return nil, failure.New(source.ReasonInputForbidden, err, "%s may not be read", what)
 	case err != nil:
-		return nil, failure.New(ReasonInputUnavailable, err, "%s could not be read", what)
+		return nil, failure.New(source.ReasonInputUnavailable, err, "%s could not be read", what)
 	case !found:
 		if ref.Optional {
 			return nil, nil

@@ -82,13 +82,16 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		// Deployments get Pods; each test namespace gets a Node of its own
 		// when a test wants its workloads to run (startNode).
 		Workloads: true,
-		// The second cluster of the e2e tests runs on loopback. No resync
+		// The second cluster, the registries and the repositories of the
+		// e2e tests run on loopback. No resync
 		// within a run: the tests of triggers see every pass they cause,
 		// and TestDriftResyncStartsAPass starts a replica that resyncs. A
 		// runaway chart is stopped after 5s. A compare is reused for 15s at
 		// most, so that a new admission policy shows within it
-		// (TestDriftDryRunRejected).
-		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--resync=1h", "--render-timeout=5s", "--cache-max-age=15s",
+		// (TestDriftDryRunRejected). Small limits of sources, and a tag
+		// moved shows within 2s (TestSources*).
+		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--allow-loopback-sources", "--resync=1h",
+			"--fetch-timeout=3s", "--max-artifact-bytes=1048576", "--max-index-bytes=65536", "--source-resolve-max-age=2s", "--render-timeout=5s", "--cache-max-age=15s",
 			"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
 		Out: os.Stderr,
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // controllerStandIn does with a render what convoy's controller does, with
@@ -51,6 +52,10 @@ func newStandInOn(t *testing.T, target *rest.Config) *controllerStandIn {
 		Convoy:  convoyClient(t),
 		Clients: func(context.Context, *convoyv1alpha1.Release) (*standin.Clients, error) { return clients, nil },
 		Clock:   clock.RealClock{},
+		// The registries and repositories of the tests run on loopback.
+		// No cache: a tag moved since the last apply is applied.
+		Engine: render.NewEngine(nil, render.Limits{}).WithSources(source.NewFetcher(source.Options{
+			Policy: cluster.AddressPolicy{AllowLoopback: true}, CacheBytes: -1})),
 	}}
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 func init() {
@@ -97,6 +98,10 @@ func NewOptions() *Options {
 				Memory: render.DefaultMemory,
 			},
 			RenderConcurrency: 4,
+			Sources: source.Options{
+				Timeout: source.DefaultTimeout, MaxArtifactBytes: source.DefaultMaxArtifactBytes, MaxIndexBytes: source.DefaultMaxIndexBytes,
+				Concurrency: source.DefaultConcurrency, CacheBytes: source.DefaultCacheBytes, ResolveMaxAge: source.DefaultResolveMaxAge,
+			},
 			LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 				LeaderElect:       true,
 				LeaseDuration:     metav1.Duration{Duration: 15 * time.Second},
@@ -164,6 +169,18 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Most bytes of memory the process that templates one chart may take, enforced by the kernel (RLIMIT_DATA); past it the process is stopped (RenderMemoryExceeded). Children at once (--max-concurrent-renders) times this, plus the server's own peak, must fit the container's memory limit.")
 	renders.IntVar(&o.RenderConcurrency, "max-concurrent-renders", o.RenderConcurrency,
 		"Charts templated at once, by the loops and the subresources together; a render waits for a slot within its timeout.")
+
+	sources := fss.FlagSet("sources")
+	sources.BoolVar(&o.Sources.Policy.AllowLoopback, "allow-loopback-sources", o.Sources.Policy.AllowLoopback,
+		"Let OCI registries and Helm repositories be reached on loopback addresses, over plain http too (local development only). Link-local and metadata addresses are always refused; --deny-cidr applies to sources too.")
+	sources.DurationVar(&o.Sources.Timeout, "fetch-timeout", o.Sources.Timeout, "Longest fetch of an OCI or Helm repository source: resolving, downloading and verifying (FetchTimeout).")
+	sources.IntVar(&o.Sources.MaxArtifactBytes, "max-artifact-bytes", o.Sources.MaxArtifactBytes,
+		"Most bytes of an OCI manifest, layer, chart archive, and of what a bundle of manifests inflates to (ArtifactTooLarge); checked against the declared size before a download, and while reading.")
+	sources.IntVar(&o.Sources.MaxIndexBytes, "max-index-bytes", o.Sources.MaxIndexBytes, "Most bytes of a Helm repository's index.yaml (IndexTooLarge).")
+	sources.IntVar(&o.Sources.Concurrency, "max-concurrent-fetches", o.Sources.Concurrency, "Source fetches at once, by the loops and the subresources together; a fetch waits for a slot within its timeout.")
+	sources.IntVar(&o.Sources.CacheBytes, "source-cache-bytes", o.Sources.CacheBytes, "Most bytes of artifacts kept by digest (shared by every Release that may read them: access is confirmed per credentials).")
+	sources.DurationVar(&o.Sources.ResolveMaxAge, "source-resolve-max-age", o.Sources.ResolveMaxAge,
+		"How long a tag's digest or a Helm index is reused per URL and credentials, and an access to a kept artifact taken as confirmed: a tag moved shows within it.")
 
 	caches := fss.FlagSet("caches")
 	caches.BoolVar(&o.Cache, "cache", o.Cache,
@@ -238,6 +255,9 @@ func (o *Options) Validate() error {
 	// chart is read.
 	if o.Render.Memory < minRenderMemory {
 		errs = append(errs, fmt.Errorf("--render-memory-limit must be at least %d (128Mi): the render process needs about 85Mi before it reads the chart", minRenderMemory))
+	}
+	if s := o.Sources; s.Timeout <= 0 || s.MaxArtifactBytes <= 0 || s.MaxIndexBytes <= 0 || s.Concurrency <= 0 || s.CacheBytes <= 0 || s.ResolveMaxAge <= 0 || s.ResolveMaxAge > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--fetch-timeout, --max-artifact-bytes, --max-index-bytes, --max-concurrent-fetches, --source-cache-bytes and --source-resolve-max-age must be positive, and --source-resolve-max-age at most 10m"))
 	}
 	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 || o.HealthWorkers <= 0 || o.CELCostLimit == 0 {
 		errs = append(errs, fmt.Errorf("--drift-workers, --compare-workers, --health-workers and --cel-cost-limit must be positive"))

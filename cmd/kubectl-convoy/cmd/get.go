@@ -214,6 +214,9 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 	if r.Spec.Pin != nil {
 		field("Pinned to", r.Spec.Pin.RenderRef)
 	}
+	if ov.diff != nil && ov.diff.ResolvedSource != nil {
+		field("Resolved source", resolved(ov.diff.ResolvedSource))
+	}
 	if ov.diff != nil && ov.diff.RenderRef != "" {
 		field("Desired render", fmt.Sprintf("%s (%s)", ov.diff.RenderRef, ov.diff.RenderSource))
 	}
@@ -287,8 +290,23 @@ func source(r *convoyv1alpha1.Release) string {
 			v = "latest"
 		}
 		return fmt.Sprintf("Helm chart %s %s from %s", s.HelmRepository.Chart, v, s.HelmRepository.URL)
+	case s.OCIRepository != nil && s.OCIRepository.Digest != "":
+		return fmt.Sprintf("OCI %s@%s", s.OCIRepository.URL, s.OCIRepository.Digest)
 	case s.OCIRepository != nil:
 		return fmt.Sprintf("OCI %s:%s", s.OCIRepository.URL, s.OCIRepository.Tag)
 	}
 	return "-"
+}
+
+// resolved names what the source of the desired render resolved to: the
+// chart version of a Helm repository, the tag of an OCI artifact, and the
+// digest it was fetched and verified by.
+func resolved(r *subresourcesv1alpha1.ResolvedSource) string {
+	switch {
+	case r.Version != "":
+		return fmt.Sprintf("%s %s (%s)", r.Chart, r.Version, r.Digest)
+	case r.Tag != "":
+		return fmt.Sprintf("%s:%s (%s)", r.URL, r.Tag, r.Digest)
+	}
+	return fmt.Sprintf("%s@%s", r.URL, r.Digest)
 }

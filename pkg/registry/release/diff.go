@@ -69,7 +69,7 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 		ExtraObjects: report.ExtraObjects,
 	}
 	if report.Desired != nil {
-		diff.RenderRef, diff.RenderSource = report.Desired.Ref, report.Desired.Source
+		diff.RenderRef, diff.RenderSource, diff.ResolvedSource = report.Desired.Ref, report.Desired.Source, report.Desired.Resolved
 	}
 	return diff, nil
 }

@@ -12,7 +12,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Status reasons of a request whose Release cannot be resolved.
@@ -33,10 +33,11 @@ const (
 //   - RenderNotStored: 404;
 //   - RenderFailed: 422 with the render's reason as the cause, or 503 when
 //     the render's inputs could not be read just now (InputUnavailable);
-//   - ClusterUnreachable: 503;
+//   - ClusterUnreachable, SourceUnreachable, FetchTimeout: 503;
 //   - InternalError, and an error without a reason: 500;
 //   - any other reason (ClusterNotFound, ClusterConfigInvalid,
-//     AddressNotAllowed, the limits of a render): 422 with that reason.
+//     AddressNotAllowed, the limits of a render, the other failures of a
+//     source's fetch): 422 with that reason.
 func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 	id := release.Namespace + "/" + release.Name
 	f, ok := failure.As(err)
@@ -55,7 +56,7 @@ func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 		switch {
 		case !ok:
 			return apierrors.NewInternalError(fmt.Errorf("rendering release %s: %w", id, f))
-		case cause.Reason == render.ReasonInputUnavailable:
+		case cause.Reason == source.ReasonInputUnavailable:
 			// The inputs could not be read just now: not the Release's fault.
 			return apierrors.NewServiceUnavailable(fmt.Sprintf("rendering release %s: %s", id, cause.Message))
 		}
@@ -63,7 +64,7 @@ func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 			fmt.Sprintf("rendering release %s failed (%s): %s", id, cause.Reason, cause.Message))
 		status.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseType(cause.Reason), Message: cause.Message}}
 		return status
-	case failure.ReasonClusterUnreachable:
+	case failure.ReasonClusterUnreachable, source.ReasonSourceUnreachable, source.ReasonFetchTimeout:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("release %s: %s", id, f.Message))
 	case failure.ReasonInternalError:
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, f))

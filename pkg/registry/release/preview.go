@@ -63,9 +63,10 @@ func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Obje
 		return nil, statusOf(release, ref, err)
 	}
 	preview := &subresourcesv1alpha1.ReleasePreview{
-		ObjectMeta:   metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},
-		RenderRef:    result.Ref,
-		RenderSource: result.Source,
+		ObjectMeta:     metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},
+		RenderRef:      result.Ref,
+		RenderSource:   result.Source,
+		ResolvedSource: result.Resolved,
 	}
 	for _, obj := range r.redactor.Objects(result.Objects) {
 		raw, err := json.Marshal(obj.Object)
