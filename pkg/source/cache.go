@@ -1,9 +1,49 @@
 package source
 
 import (
+	"context"
 	"hash"
 	"io"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
+
+// shared runs fn once for the callers that ask for the same key at the same
+// time, when the caches are on: a fleet of Releases of one tag whose
+// resolution just expired sends one HEAD, not one per worker; a cold cache
+// downloads a blob once. fn runs with a context of its own, bounded by the
+// fetch timeout but not cancelled with the first caller's (a /diff whose
+// client went away does not fail the loops waiting for the same request);
+// each caller stops waiting when its own context ends. A panic of fn is
+// that fetch's InternalError, never the process's. Keys hold the
+// credentials' key wherever the answer depends on them. With the caches off
+// every caller runs fn.
+func (f *Fetcher) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
+	if f.contents == nil {
+		return fn(ctx)
+	}
+	ch := f.flights.DoChan(key, func() (v any, err error) {
+		fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), f.opts.Timeout, errFetchTimeout)
+		defer cancel()
+		defer func() {
+			if r := recover(); r != nil {
+				v, err = nil, failure.Recovered(fctx, r)
+			}
+		}()
+		v, err = fn(fctx)
+		if err != nil {
+			// Its callers may not have reached their own timeout yet.
+			err = f.timedOut(fctx, err)
+		}
+		return v, err
+	})
+	select {
+	case res := <-ch:
+		return res.Val, res.Err
+	case <-ctx.Done():
+		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx), "waiting for the same request of another fetch")
+	}
+}
 
 // The caches of a Fetcher: each getter misses and each setter does nothing
 // when the caches are off (Options.CacheBytes < 0).

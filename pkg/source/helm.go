@@ -59,15 +59,26 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	key := "helm\x00" + base.String() + "\x00" + creds.key
 	idx, ok := f.getIndex(key)
 	if !ok {
-		indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"}).String()
-		data, err := f.request(ctx, r, http.MethodGet, indexURL, int64(f.opts.MaxIndexBytes), "the index")
+		v, err := f.shared(ctx, "index\x00"+key, func(ctx context.Context) (any, error) {
+			if idx, ok := f.getIndex(key); ok {
+				return idx, nil
+			}
+			indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"}).String()
+			data, err := f.request(ctx, r, http.MethodGet, indexURL, int64(f.opts.MaxIndexBytes), "the index")
+			if err != nil {
+				return nil, err
+			}
+			idx, err := parseIndex(src.URL, data)
+			if err != nil {
+				return nil, err
+			}
+			f.putIndex(key, idx)
+			return idx, nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		if idx, err = parseIndex(src.URL, data); err != nil {
-			return nil, err
-		}
-		f.putIndex(key, idx)
+		idx = v.(*index)
 	}
 	entry, err := pickVersion(src, idx.entries[src.Chart])
 	if err != nil {
@@ -101,30 +112,40 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 	}
 	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
 	accessKey := "helm\x00" + r.chartURL + "\x00" + r.resolved.Digest + "\x00" + r.creds.key
-	if a, ok := f.getContent(r.resolved.Digest); ok {
-		if !f.isConfirmed(accessKey) {
-			if _, err := f.request(ctx, r, http.MethodHead, r.chartURL, 0, "confirming access to the chart"); err != nil {
-				return nil, err
-			}
-			f.confirm(accessKey)
-		}
+	if a, ok := f.getContent(r.resolved.Digest); ok && f.isConfirmed(accessKey) {
 		out.Chart = a.chart
 		return out, nil
 	}
-	data, err := f.request(ctx, r, http.MethodGet, r.chartURL, int64(f.opts.MaxArtifactBytes), "the chart")
+	v, err := f.shared(ctx, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
+		if a, ok := f.getContent(r.resolved.Digest); ok {
+			if !f.isConfirmed(accessKey) {
+				if _, err := f.request(ctx, r, http.MethodHead, r.chartURL, 0, "confirming access to the chart"); err != nil {
+					return nil, err
+				}
+				f.confirm(accessKey)
+			}
+			return a, nil
+		}
+		data, err := f.request(ctx, r, http.MethodGet, r.chartURL, int64(f.opts.MaxArtifactBytes), "the chart")
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(data)
+		if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.resolved.Digest {
+			return nil, failure.New(ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
+		}
+		if err := checkInflated(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
+			return nil, err
+		}
+		a := &artifact{chart: data}
+		f.putContent(r.resolved.Digest, a)
+		f.confirm(accessKey)
+		return a, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.resolved.Digest {
-		return nil, failure.New(ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
-	}
-	if err := checkInflated(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
-		return nil, err
-	}
-	f.putContent(r.resolved.Digest, &artifact{chart: data})
-	f.confirm(accessKey)
-	out.Chart = data
+	out.Chart = v.(*artifact).chart
 	return out, nil
 }
 

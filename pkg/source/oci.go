@@ -87,20 +87,32 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 		return r, nil
 	}
 	key := "oci\x00" + src.URL + "\x00" + src.Tag + "\x00" + creds.key
+	// A tag resolved with these credentials (they are part of the key)
+	// within ResolveMaxAge confirms, as a HEAD would, that they may read
+	// its manifest.
 	if d, ok := f.getResolution(key); ok {
-		r.resolved.Digest = d
+		r.resolved.Digest, r.confirmed = d, true
 		return r, nil
 	}
 	where := src.URL + ":" + src.Tag
-	desc, err := puller.Head(ctx, repo.Tag(src.Tag))
+	v, err := f.shared(ctx, "resolve\x00"+key, func(ctx context.Context) (any, error) {
+		if d, ok := f.getResolution(key); ok {
+			return d, nil
+		}
+		desc, err := puller.Head(ctx, repo.Tag(src.Tag))
+		if err != nil {
+			return nil, registryFailure(where+": resolving the tag", err)
+		}
+		if err := f.checkManifestSize(where, desc); err != nil {
+			return nil, err
+		}
+		f.putResolution(key, desc.Digest.String())
+		return desc.Digest.String(), nil
+	})
 	if err != nil {
-		return nil, registryFailure(where+": resolving the tag", err)
-	}
-	if err := f.checkManifestSize(where, desc); err != nil {
 		return nil, err
 	}
-	r.resolved.Digest, r.confirmed = desc.Digest.String(), true
-	f.putResolution(key, r.resolved.Digest)
+	r.resolved.Digest, r.confirmed = v.(string), true
 	return r, nil
 }
 
@@ -123,17 +135,40 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 	out := &Source{Where: where, Resolved: r.resolved}
 
 	accessKey := "oci\x00" + r.repo.String() + "\x00" + r.resolved.Digest + "\x00" + r.creds.key
-	if a, ok := f.getContent(r.resolved.Digest); ok {
-		if !r.confirmed && !f.isConfirmed(accessKey) {
-			if _, err := r.puller.Head(ctx, ref); err != nil {
-				return nil, registryFailure(where+": confirming access to the manifest", err)
-			}
-		}
+	if a, ok := f.getContent(r.resolved.Digest); ok && (r.confirmed || f.isConfirmed(accessKey)) {
 		f.confirm(accessKey)
 		out.Chart, out.Manifests = a.chart, a.manifests
 		return out, nil
 	}
+	v, err := f.shared(ctx, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
+		if a, ok := f.getContent(r.resolved.Digest); ok {
+			if !f.isConfirmed(accessKey) {
+				if _, err := r.puller.Head(ctx, ref); err != nil {
+					return nil, registryFailure(where+": confirming access to the manifest", err)
+				}
+			}
+			f.confirm(accessKey)
+			return a, nil
+		}
+		a, err := f.download(ctx, r, where, ref)
+		if err != nil {
+			return nil, err
+		}
+		f.putContent(r.resolved.Digest, a)
+		f.confirm(accessKey)
+		return a, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	a := v.(*artifact)
+	out.Chart, out.Manifests = a.chart, a.manifests
+	return out, nil
+}
 
+// download reads the manifest of ref and its chart or bundle layer, and
+// checks them.
+func (f *Fetcher) download(ctx context.Context, r *ociResolution, where string, ref name.Digest) (*artifact, error) {
 	desc, err := r.puller.Get(ctx, ref)
 	if err != nil {
 		return nil, registryFailure(where+": reading the manifest", err)
@@ -163,10 +198,7 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 	} else if a.manifests, err = unbundle(where, data, limit); err != nil {
 		return nil, err
 	}
-	f.putContent(r.resolved.Digest, a)
-	f.confirm(accessKey)
-	out.Chart, out.Manifests = a.chart, a.manifests
-	return out, nil
+	return a, nil
 }
 
 // checkManifestSize refuses a manifest larger than the artifact limit

@@ -14,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 var chartTGZ = []byte("a packaged chart, as bytes: the source does not open it")
@@ -155,8 +156,18 @@ func TestOCIRefusals(t *testing.T) {
 			return false
 		}})
 		f, _ := newFetcher(t, func(o *Options) { o.Timeout = 300 * time.Millisecond })
-		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), ReasonFetchTimeout)
+		release := ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"})
+		// A Resolve (the render cache's key) starts the HEAD that the
+		// Fetch then shares: both time out as FetchTimeout.
+		resolved := make(chan error, 1)
+		go func() {
+			_, err := f.Resolve(ctx, release, inputsOf())
+			resolved <- err
+		}()
+		time.Sleep(50 * time.Millisecond)
+		ferr := fetchErr(t, f, release, inputsOf(), ReasonFetchTimeout)
 		assert.Contains(t, ferr.Message, "--fetch-timeout")
+		assert.Equal(t, ReasonFetchTimeout, failure.Reason(<-resolved))
 	})
 	t.Run("loopback refused without the development flag, before any packet", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{})

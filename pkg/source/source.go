@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
@@ -153,6 +154,8 @@ type Fetcher struct {
 	confirmed   *agecache.Cache[string, bool]
 	clients     *agecache.Cache[string, *client]
 	pullers     *agecache.Cache[string, *remote.Puller]
+	// flights share the requests in flight (shared).
+	flights singleflight.Group
 }
 
 // NewFetcher returns a Fetcher.
@@ -226,10 +229,18 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	} else {
 		out, err = f.helm(ctx, release.Namespace, src.HelmRepository, inputs)
 	}
-	if err != nil && errors.Is(context.Cause(ctx), errFetchTimeout) {
-		return nil, failure.New(ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
+	if err != nil {
+		return nil, f.timedOut(ctx, err)
 	}
-	return out, err
+	return out, nil
+}
+
+// timedOut is err, or FetchTimeout when ctx ended at the fetch timeout.
+func (f *Fetcher) timedOut(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errFetchTimeout) {
+		return failure.New(ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
+	}
+	return err
 }
 
 // Resolve returns the digest the source of release resolves to now: a
@@ -239,19 +250,19 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 // ResolveMaxAge at most: what the render cache keys a render by.
 func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
 	src := release.Spec.Source
-	ctx, cancel := context.WithTimeout(ctx, f.opts.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
 	switch {
 	case src.OCIRepository != nil && src.ConfigMap == nil && src.HelmRepository == nil:
 		r, err := f.resolveOCI(ctx, release.Namespace, src.OCIRepository, inputs)
 		if err != nil {
-			return "", err
+			return "", f.timedOut(ctx, err)
 		}
 		return r.resolved.Digest, nil
 	case src.HelmRepository != nil && src.ConfigMap == nil && src.OCIRepository == nil:
 		r, err := f.resolveHelm(ctx, release.Namespace, src.HelmRepository, inputs)
 		if err != nil {
-			return "", err
+			return "", f.timedOut(ctx, err)
 		}
 		return r.resolved.Digest, nil
 	}
