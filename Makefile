@@ -73,12 +73,13 @@ run: build
 		--convoy-apiserver "$(BIN_DIR)/convoy-apiserver" \
 		--crds artifacts/crds \
 		--manifests artifacts/rbac,artifacts/rules \
-		--examples artifacts/examples
+		--examples artifacts/examples \
+		--chart artifacts/charts/web
 
 ## bench: the drift check of 500 objects against the local control plane, vs kubectl diff --server-side
 bench: build
 	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver
-	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/ ./pkg/health/
+	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/ ./pkg/health/ ./pkg/source/
 
 ## bench-fleet: RELEASES Releases of 20 objects on the local control plane, a
 ## cold and a steady round with the caches off and on, in the same run

@@ -4,15 +4,18 @@
 // kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated
 // Nodes and Pods), convoy-apiserver registered as an aggregated API server,
 // with the CRDs, RBAC and examples applied, and the development stand-in of
-// convoy's controller (internal/standin) that applies the Releases. It
-// prints how to reach the cluster and runs until SIGINT or SIGTERM, then
-// stops every process.
+// convoy's controller (internal/standin) that applies the Releases. It also
+// serves an OCI registry on 127.0.0.1 (go-containerregistry's
+// pkg/registry), pushes the example chart to it and creates the Release
+// demo/web that takes the chart from there. It prints how to reach the
+// cluster and runs until SIGINT or SIGTERM, then stops every process.
 //
 //	go run ./hack/local-up --bin-dir=$(hack/testbin.sh) --convoy-apiserver=bin/convoy-apiserver [-- convoy-apiserver flags]
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,7 +27,10 @@ import (
 	"syscall"
 	"time"
 
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
@@ -32,7 +38,9 @@ import (
 	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/clock"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/controlplane"
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/internal/standin"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
@@ -86,6 +94,7 @@ func run() error {
 	examples := flag.String("examples", "artifacts/examples", "directory applied last; skipped if missing")
 	workloads := flag.Bool("workloads", true, "run kube-controller-manager, kube-scheduler and kwok, so that Deployments get Pods that become Ready")
 	runStandIn := flag.Bool("standin", true, "run the development stand-in of convoy's controller, which applies the Releases")
+	chartDir := flag.String("chart", "artifacts/charts/web", "chart directory pushed to a local OCI registry and released as demo/web (needs the examples); empty: no registry")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- convoy-apiserver flags]\n", filepath.Base(os.Args[0]))
 		flag.PrintDefaults()
@@ -113,13 +122,24 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	convoyArgs := flag.Args()
+	var registry *ociregistry.Server
+	if *chartDir != "" {
+		if registry, err = ociregistry.Start(ociregistry.Options{}); err != nil {
+			return fmt.Errorf("starting the OCI registry: %w", err)
+		}
+		defer registry.Close()
+		// The registry is on loopback, over plain http.
+		convoyArgs = append([]string{"--allow-loopback-sources"}, convoyArgs...)
+	}
+
 	cp, err := controlplane.Start(ctx, controlplane.Options{
 		Dir:             absDir,
 		BinDir:          *binDir,
 		CRDDir:          *crds,
 		ManifestDirs:    manifests.vals,
 		ConvoyAPIServer: *convoy,
-		ConvoyArgs:      flag.Args(),
+		ConvoyArgs:      convoyArgs,
 		Workloads:       *workloads,
 		Out:             os.Stderr,
 	})
@@ -151,6 +171,13 @@ func run() error {
 			}
 		} else {
 			fmt.Fprintf(os.Stderr, "local-up: no examples at %s, skipped\n", *examples)
+			registry = nil
+		}
+	}
+	var ociExample string
+	if registry != nil {
+		if ociExample, err = releaseFromRegistry(ctx, cp, registry, *chartDir); err != nil {
+			return err
 		}
 	}
 
@@ -172,6 +199,10 @@ func run() error {
 	if *runStandIn {
 		fmt.Printf("\nThe development stand-in of convoy's controller applies the Releases (log: %s).\n", filepath.Join(absDir, "logs", "standin.log"))
 		fmt.Printf("Follow %s/%s with the plugin (bin/ on PATH): kubectl convoy release get %s -n %s\n", ns, name, name, ns)
+	}
+	if ociExample != "" {
+		fmt.Printf("\nAn OCI registry serves the example chart at %s;\n", ociExample)
+		fmt.Println("the Release demo/web takes it from there: kubectl convoy release get web -n demo")
 	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 
@@ -196,6 +227,61 @@ func run() error {
 		}
 	}
 	return nil
+}
+
+// releaseFromRegistry packages the chart of chartDir as helm package does,
+// pushes it to the registry as helm push does (charts/NAME:VERSION), and
+// creates the Release demo/web of that tag, which acts as the example's
+// ServiceAccount. It returns the chart's reference.
+func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, registry *ociregistry.Server, chartDir string) (string, error) {
+	chrt, err := loader.LoadDir(chartDir)
+	if err != nil {
+		return "", fmt.Errorf("loading the example chart: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "local-up-chart")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	packaged, err := chartutil.Save(chrt, tmp)
+	if err != nil {
+		return "", fmt.Errorf("packaging the example chart: %w", err)
+	}
+	tgz, err := os.ReadFile(packaged)
+	if err != nil {
+		return "", err
+	}
+	meta, err := json.Marshal(chrt.Metadata)
+	if err != nil {
+		return "", err
+	}
+	repo, tag := "charts/"+chrt.Metadata.Name, chrt.Metadata.Version
+	if _, err := registry.PushChart(ctx, repo, tag, tgz, meta); err != nil {
+		return "", fmt.Errorf("pushing the example chart: %w", err)
+	}
+	convoy, err := convoyclient.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return "", err
+	}
+	release := &convoyv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
+		Spec: convoyv1alpha1.ReleaseSpec{
+			ServiceAccountName: "podinfo-deployer",
+			Source:             convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: registry.URL(repo), Tag: tag}},
+			Content:            &convoyv1alpha1.ReleaseContent{Values: &runtime.RawExtension{Raw: []byte(`{"message":"hello from demo/web"}`)}},
+			SyncPolicy:         convoyv1alpha1.SyncPolicy{Automatic: &convoyv1alpha1.AutomaticSync{}, Interval: &metav1.Duration{Duration: 30 * time.Second}},
+			HealthAssessment: &convoyv1alpha1.HealthAssessment{
+				GlobalRuleSetSelector: &convoyv1alpha1.LabelSelector{MatchLabels: map[string]string{"convoy.kumodo.io/default": "true"}},
+				Deadline:              &metav1.Duration{Duration: 5 * time.Minute},
+			},
+		},
+	}
+	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the Release demo/web: %w", err)
+	}
+	ref := registry.URL(repo) + ":" + tag
+	fmt.Fprintf(os.Stderr, "local-up: pushed %s and created the Release demo/web\n", ref)
+	return ref, nil
 }
 
 // startStandIn runs the stand-in of convoy's controller on the control

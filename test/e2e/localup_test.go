@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -27,12 +28,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 )
 
 // TestLocalUp runs what `make run` runs, on a control plane of its own: it
 // prints the KUBECONFIG line and three commands that work, the example
-// Release goes round the whole loop with no command (loopOfTheExample), and
+// Release goes round the whole loop with no command (loopOfTheExample), so
+// does the one whose chart is in the local OCI registry (ociExample), and
 // Ctrl-C stops every process it started.
 func TestLocalUp(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "local-up")
@@ -46,7 +49,8 @@ func TestLocalUp(t *testing.T) {
 		"--convoy-apiserver", env.convoyBin,
 		"--crds", filepath.Join(env.root, "artifacts/crds"),
 		"--manifests", filepath.Join(env.root, "artifacts/rbac")+","+filepath.Join(env.root, "artifacts/rules"),
-		"--examples", filepath.Join(env.root, "artifacts/examples"))
+		"--examples", filepath.Join(env.root, "artifacts/examples"),
+		"--chart", filepath.Join(env.root, "artifacts/charts/web"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer
@@ -95,6 +99,8 @@ func TestLocalUp(t *testing.T) {
 	assert.NotEmpty(t, r.stdout, "the printed sync command recorded a request")
 
 	loopOfTheExample(t, kubeconfig)
+	assert.Contains(t, text, "An OCI registry serves the example chart at oci://127.0.0.1:")
+	ociExample(t, kubeconfig)
 
 	pids := childPIDs(t, dir)
 	require.NotEmpty(t, pids, "local-up runs etcd, kube-apiserver and convoy-apiserver")
@@ -232,4 +238,39 @@ func loopOfTheExample(t *testing.T, kubeconfig string) {
 		return nil
 	})
 	t.Logf("self-heal took %s from kubectl scale to InSync again", time.Since(scaled).Round(time.Second))
+}
+
+// ociExample follows demo/web, the Release of make run whose chart is in
+// the local OCI registry: applied by the stand-in, InSync and Healthy, its
+// /diff names the tag and the digest it resolved to.
+func ociExample(t *testing.T, kubeconfig string) {
+	t.Helper()
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	convoy, err := convoyclient.NewForConfig(config)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var last string
+	for {
+		r, err := convoy.ConvoyV1alpha1().Releases("demo").Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		inSync, healthy := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync), meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionHealthy)
+		last = fmt.Sprintf("lastApplied %v, InSync %+v, Healthy %+v", r.Status.LastApplied, inSync, healthy)
+		if r.Status.LastApplied != nil && inSync != nil && inSync.Reason == "InSync" && healthy != nil && healthy.Reason == "Healthy" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("demo/web did not go round: %s", last)
+		}
+		time.Sleep(time.Second)
+	}
+	raw := kubectl(t, kubeconfig, "", "get", "--raw", subresourcesAPI+"/namespaces/demo/releases/web/diff")
+	require.NoError(t, raw.err, raw.stderr)
+	var d subresourcesv1alpha1.ReleaseDiff
+	require.NoError(t, json.Unmarshal([]byte(raw.stdout), &d))
+	require.NotNil(t, d.ResolvedSource, raw.stdout)
+	assert.Equal(t, "1.0.0", d.ResolvedSource.Tag)
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, d.ResolvedSource.Digest)
+	assert.Contains(t, d.ResolvedSource.URL, "/charts/web")
 }
