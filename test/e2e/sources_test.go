@@ -109,6 +109,9 @@ type helmRepository struct {
 	*httptest.Server
 	files map[string][]byte
 	index string
+	// username and password, when set, are required (basic
+	// authentication).
+	username, password string
 
 	mu       sync.Mutex
 	requests []string
@@ -121,6 +124,10 @@ func startHelmRepository(t *testing.T) *helmRepository {
 		r.mu.Lock()
 		r.requests = append(r.requests, fmt.Sprintf("%s %s auth=%v", req.Method, req.URL.Path, req.Header.Get("Authorization") != ""))
 		r.mu.Unlock()
+		if user, password, _ := req.BasicAuth(); r.username != "" && (user != r.username || password != r.password) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
 		if req.URL.Path == "/index.yaml" {
 			_, _ = w.Write([]byte(r.index))
 			return
@@ -135,14 +142,24 @@ func startHelmRepository(t *testing.T) *helmRepository {
 	return r
 }
 
+// taken returns the requests served so far, and forgets them.
+func (r *helmRepository) taken() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.requests
+	r.requests = nil
+	return out
+}
+
 func digestOf(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
 }
 
 // A bundle of manifests from OCI, and a Helm repository whose constraint
-// picks the highest match; an index whose digest does not match the chart
-// is refused.
+// picks the highest match; a private repository whose index entry is on
+// another host gets the chart from there without the credentials; an index
+// whose digest does not match the chart is refused.
 func TestSourcesBundleAndHelmRepository(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -169,6 +186,27 @@ func TestSourcesBundleAndHelmRepository(t *testing.T) {
 	d := getDiff(t, ns, "helm", "")
 	require.NotNil(t, d.ResolvedSource)
 	assert.Equal(t, "1.3.0", d.ResolvedSource.Version)
+
+	// A private repository whose index puts the chart on another host:
+	// the credentials go to the repository only.
+	private, elsewhere := startHelmRepository(t), startHelmRepository(t)
+	private.username, private.password = "bob", "pw"
+	tgz, _ := webChart(t, "3.0.0")
+	elsewhere.files["web-3.0.0.tgz"] = tgz
+	private.index = fmt.Sprintf("apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 3.0.0, urls: [%s/web-3.0.0.tgz], digest: %s}\n", elsewhere.URL, digestOf(tgz))
+	_, err = kubeClient(t).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "repo-creds"},
+		Data: map[string][]byte{"username": []byte("bob"), "password": []byte("pw")}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	newSourceRelease(t, ns, "elsewhere", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
+		URL: private.URL, Chart: "web", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "repo-creds"}}})
+	standIn.apply(ns, "elsewhere")
+	waitInSync(t, ns, "elsewhere", metav1.ConditionTrue, "InSync")
+	assert.Contains(t, private.taken(), "GET /index.yaml auth=true")
+	fromElsewhere := elsewhere.taken()
+	require.NotEmpty(t, fromElsewhere)
+	for _, r := range fromElsewhere {
+		assert.True(t, strings.HasSuffix(r, "auth=false"), "no credentials to another host: %s", r)
+	}
 
 	repo.files["web-1.2.0.tgz"] = []byte("not the chart of the index")
 	newSourceRelease(t, ns, "tampered", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
@@ -267,6 +305,9 @@ func TestSourcesBadInput(t *testing.T) {
 	bomb := chartTGZ(t, "bomb", map[string]string{"Chart.yaml": "apiVersion: v2\nname: bomb\nversion: 1.0.0\n", "templates/x.yaml": strings.Repeat(" ", 64<<20)})
 	_, err = good.PushChart(ctx, "charts/bomb", "1", bomb, meta)
 	require.NoError(t, err)
+	broken := chartTGZ(t, "broken", map[string]string{"Chart.yaml": "apiVersion: v2\nname: broken\nversion: 1.0.0\n", "templates/x.yaml": "{{ fail \"no such value\" }}"})
+	brokenDigest, err := good.PushChart(ctx, "charts/broken", "1", broken, meta)
+	require.NoError(t, err)
 	down := startTestRegistry(t, ociregistry.Options{})
 	downURL := down.URL("charts/web")
 	down.Close()
@@ -287,6 +328,7 @@ func TestSourcesBadInput(t *testing.T) {
 		{"slow", source.ReasonFetchTimeout, ociSource(hooked.URL("charts/slow"), "1", ""), "--fetch-timeout"},
 		{"not-a-chart", source.ReasonArtifactUnsupported, ociSource(good.URL("images/app"), "1", ""), "neither a Helm chart"},
 		{"bomb", source.ReasonArtifactTooLarge, ociSource(good.URL("charts/bomb"), "1", ""), "the chart inflated"},
+		{"template-fails", "RenderFailed", ociSource(good.URL("charts/broken"), "1", ""), good.URL("charts/broken") + ":1@" + brokenDigest + ": chart broken"},
 		{"index-too-large", source.ReasonIndexTooLarge, convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "web"}}, "--max-index-bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
