@@ -61,8 +61,9 @@ type ociResolution struct {
 	creds    *credentials
 	puller   *remote.Puller
 	resolved *subresourcesv1alpha1.ResolvedSource
-	// confirmed says that the resolution showed that the registry lets
-	// these credentials read the manifest.
+	// confirmed says that these credentials resolved the tag (a HEAD of
+	// its manifest, theirs, within ResolveMaxAge): the registry lets them
+	// read the manifest.
 	confirmed bool
 }
 
