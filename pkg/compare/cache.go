@@ -79,9 +79,10 @@ type cachedResult struct {
 	changes []subresourcesv1alpha1.FieldChange
 }
 
-// withOutcome returns d with the status and changes of r.
+// withOutcome returns d with the status and changes of r (and who made
+// them).
 func (r cachedResult) withOutcome(d subresourcesv1alpha1.ObjectDiff) subresourcesv1alpha1.ObjectDiff {
-	d.Status, d.Changes = r.status, r.changes
+	d.Status, d.Changes, d.ChangedBy = r.status, r.changes, changedBy(r.changes)
 	return d
 }
 

@@ -56,15 +56,26 @@ type differ struct {
 // diffObjects returns the field changes from live to desired, sorted by path.
 // Neither input is modified.
 func diffObjects(desired, live map[string]any) []subresourcesv1alpha1.FieldChange {
+	return fieldChanges(diffChanges(desired, live))
+}
+
+// diffChanges returns the changes from live to desired with their paths as
+// segments, sorted by path.
+func diffChanges(desired, live map[string]any) []change {
 	d := differ{path: make([]segment, 0, 16)}
 	d.maps(desired, live)
-	if len(d.changes) == 0 {
+	slices.SortFunc(d.changes, func(a, b change) int { return compareSegments(a.segs, b.segs) })
+	return d.changes
+}
+
+// fieldChanges are the FieldChanges of changes; nil for none.
+func fieldChanges(changes []change) []subresourcesv1alpha1.FieldChange {
+	if len(changes) == 0 {
 		return nil
 	}
-	slices.SortFunc(d.changes, func(a, b change) int { return compareSegments(a.segs, b.segs) })
-	out := make([]subresourcesv1alpha1.FieldChange, len(d.changes))
-	for i := range d.changes {
-		out[i] = d.changes[i].FieldChange
+	out := make([]subresourcesv1alpha1.FieldChange, len(changes))
+	for i := range changes {
+		out[i] = changes[i].FieldChange
 	}
 	return out
 }

@@ -297,10 +297,19 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 	if dryRun == nil {
 		return d, e.failed(obj, who, stepDryRun, errors.New("the client returned no object"))
 	}
-	d.Changes = diffObjects(
+	changes := diffChanges(
 		e.redactor.Object(normalize(dryRun)).Object,
 		e.redactor.Object(normalize(live)).Object,
 	)
+	if len(changes) > 0 {
+		// Who changed each field: from the object already read.
+		owners := ownersOf(live.Object, live.GetManagedFields())
+		for i := range changes {
+			owners.attribute(&changes[i])
+		}
+	}
+	d.Changes = fieldChanges(changes)
+	d.ChangedBy = changedBy(d.Changes)
 	if len(d.Changes) == 0 {
 		d.Status = subresourcesv1alpha1.ObjectInSync
 	} else {
@@ -337,6 +346,7 @@ func summarize(desired []*unstructured.Unstructured, diffs []subresourcesv1alpha
 			if more := len(d.Changes) - messagePaths; more > 0 {
 				msg += fmt.Sprintf(" and %d more", more)
 			}
+			msg += "; " + changedByMessage(d.Changes)
 		}
 		return &Result{
 			Result:  subresourcesv1alpha1.DiffDrifted,

@@ -138,6 +138,12 @@ type ObjectDiff struct {
 	// +optional
 	// +listType=atomic
 	Changes []FieldChange `json:"changes,omitempty"`
+	// changedBy are the distinct managers (from the live object's
+	// managedFields) of the changes, "manager" or "manager (subresource)",
+	// in the order of the changes; "unknown" when a change has no owner.
+	// +optional
+	// +listType=atomic
+	ChangedBy []string `json:"changedBy,omitempty"`
 }
 
 // FieldChange is one changed field.
@@ -149,6 +155,34 @@ type FieldChange struct {
 	Desired *runtime.RawExtension `json:"desired,omitempty"`
 	// +optional
 	Live *runtime.RawExtension `json:"live,omitempty"`
+	// owners are the managers of the live object's managedFields that own
+	// the changed field (or what it holds, or else its closest owned
+	// ancestor), convoy's own manager left out.
+	// +optional
+	// +listType=atomic
+	Owners []FieldOwner `json:"owners,omitempty"`
+	// unattributed says why the change has no owner, when it has none.
+	// +optional
+	Unattributed string `json:"unattributed,omitempty"`
+}
+
+// FieldOwner is a manager of the live object's managedFields that owns a
+// changed field.
+type FieldOwner struct {
+	// manager is the field manager as recorded: --field-manager, or else
+	// the client's user agent (kubectl, kube-controller-manager, ...).
+	Manager string `json:"manager"`
+	// operation is Apply or Update.
+	Operation string `json:"operation"`
+	// subresource is the subresource the manager wrote through (scale,
+	// status), empty for the object itself.
+	// +optional
+	Subresource string `json:"subresource,omitempty"`
+	// time is when this manager last changed some of its fields (to the
+	// second); absent when its entry has none (writes through /scale):
+	// the time is unknown.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

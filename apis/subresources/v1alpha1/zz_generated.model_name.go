@@ -37,6 +37,11 @@ func (in FieldChange) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in FieldOwner) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.FieldOwner"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectDiff) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ObjectDiff"
 }

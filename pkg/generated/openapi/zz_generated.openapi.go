@@ -80,6 +80,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		subresourcesv1alpha1.EntryHealth{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref),
 		subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ExtraObject(ref),
 		subresourcesv1alpha1.FieldChange{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref),
+		subresourcesv1alpha1.FieldOwner{}.OpenAPIModelName():           schema_convoy_apiserver_apis_subresources_v1alpha1_FieldOwner(ref),
 		subresourcesv1alpha1.ObjectDiff{}.OpenAPIModelName():           schema_convoy_apiserver_apis_subresources_v1alpha1_ObjectDiff(ref),
 		subresourcesv1alpha1.Release{}.OpenAPIModelName():              schema_convoy_apiserver_apis_subresources_v1alpha1_Release(ref),
 		subresourcesv1alpha1.ReleaseDiff{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref),
@@ -2156,12 +2157,82 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref common.R
 							Ref: ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"owners": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "owners are the managers of the live object's managedFields that own the changed field (or what it holds, or else its closest owned ancestor), convoy's own manager left out.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(subresourcesv1alpha1.FieldOwner{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"unattributed": {
+						SchemaProps: spec.SchemaProps{
+							Description: "unattributed says why the change has no owner, when it has none.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"path", "op"},
 			},
 		},
 		Dependencies: []string{
-			runtime.RawExtension{}.OpenAPIModelName()},
+			subresourcesv1alpha1.FieldOwner{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_subresources_v1alpha1_FieldOwner(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "FieldOwner is a manager of the live object's managedFields that owns a changed field.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"manager": {
+						SchemaProps: spec.SchemaProps{
+							Description: "manager is the field manager as recorded: --field-manager, or else the client's user agent (kubectl, kube-controller-manager, ...).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"operation": {
+						SchemaProps: spec.SchemaProps{
+							Description: "operation is Apply or Update.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "subresource is the subresource the manager wrote through (scale, status), empty for the object itself.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "time is when this manager last changed some of its fields (to the second); absent when its entry has none (writes through /scale): the time is unknown.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"manager", "operation"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2225,6 +2296,25 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ObjectDiff(ref common.Re
 								Schema: &spec.Schema{
 									SchemaProps: spec.SchemaProps{
 										Ref: ref(subresourcesv1alpha1.FieldChange{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"changedBy": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "changedBy are the distinct managers (from the live object's managedFields) of the changes, \"manager\" or \"manager (subresource)\", in the order of the changes; \"unknown\" when a change has no owner.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
 									},
 								},
 							},
