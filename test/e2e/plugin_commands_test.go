@@ -173,9 +173,9 @@ func TestPluginGet(t *testing.T) {
 		`(?m)^Last applied:\s+` + applied.Ref + `, `,
 		`(?m)^CONDITION\s+STATUS\s+REASON\s+SINCE\s+MESSAGE$`,
 		`(?m)^Healthy\s+True\s+Healthy\s+`,
-		`(?m)^KIND\s+NAMESPACE\s+NAME\s+SYNC\s+HEALTH\s+MESSAGE$`,
-		`(?m)^Deployment\.apps\s+` + ns + `\s+web\s+Modified\s+Healthy\s+changed: spec\.replicas$`,
-		`(?m)^ConfigMap\s+` + ns + `\s+settings\s+InSync\s+Healthy\s+no health rule applies$`,
+		`(?m)^KIND\s+NAMESPACE\s+NAME\s+SYNC\s+HEALTH\s+CHANGED-BY\s+MESSAGE$`,
+		`(?m)^Deployment\.apps\s+` + ns + `\s+web\s+Modified\s+Healthy\s+kubectl \(scale\)\s+changed: spec\.replicas$`,
+		`(?m)^ConfigMap\s+` + ns + `\s+settings\s+InSync\s+Healthy\s+-\s+no health rule applies$`,
 	} {
 		assert.Regexp(t, re, r.stdout)
 	}

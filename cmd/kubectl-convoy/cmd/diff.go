@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
@@ -79,7 +81,7 @@ func (o *Options) runDiff(cmd *cobra.Command, args []string, output, render, col
 		return exitError, err
 	}
 	if isTable(output) {
-		err = printDiff(o.Streams.Out, &diff, colored)
+		err = printDiff(o.Streams.Out, &diff, colored, time.Now())
 	} else {
 		err = printRaw(o.Streams.Out, output, raw)
 	}
@@ -115,7 +117,7 @@ const (
 
 // printDiff writes the status of each object of d, then a unified diff of
 // the changed fields, coloured when colored.
-func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool) error {
+func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool, now time.Time) error {
 	paint := func(color, s string) string {
 		if !colored {
 			return s
@@ -164,7 +166,11 @@ func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool) e
 		b.WriteString(paint(ansiBold, "--- live   "+id) + "\n")
 		b.WriteString(paint(ansiBold, "+++ desired") + "\n")
 		for _, ch := range obj.Changes {
-			b.WriteString(paint(ansiCyan, "@@ "+printers.EscapeTerminal(ch.Path)+" @@") + "\n")
+			hunk := "@@ " + printers.EscapeTerminal(ch.Path) + " @@"
+			if who := changedBy(ch, now); who != "" {
+				hunk += " " + printers.EscapeTerminal(who)
+			}
+			b.WriteString(paint(ansiCyan, hunk) + "\n")
 			live, desired := changeValues(ch)
 			for _, l := range diffLines(live, desired) {
 				line := printers.EscapeTerminal(string(l.op) + l.text)
@@ -275,4 +281,27 @@ func diffLines(a, b []string) []diffLine {
 		out = append(out, diffLine{opInsert, b[j]})
 	}
 	return out
+}
+
+// changedBy says who made ch, from the live object's managedFields: each
+// owner (its subresource, how long ago its entry last changed something,
+// or that the time is unknown), or why nobody can be named.
+func changedBy(ch subresourcesv1alpha1.FieldChange, now time.Time) string {
+	if len(ch.Owners) == 0 {
+		return ch.Unattributed
+	}
+	parts := make([]string, 0, len(ch.Owners))
+	for _, o := range ch.Owners {
+		p := o.Manager
+		if o.Subresource != "" {
+			p += " (" + o.Subresource + ")"
+		}
+		if o.Time != nil {
+			p += " " + duration.HumanDuration(now.Sub(o.Time.Time)) + " ago"
+		} else {
+			p += ", time unknown"
+		}
+		parts = append(parts, p)
+	}
+	return "changed by " + strings.Join(parts, "; ")
 }

@@ -129,6 +129,7 @@ func (ov *overview) list() (*unstructured.UnstructuredList, error) {
 type objectRow struct {
 	key          convoyv1alpha1.ObjectKey
 	sync, health string
+	changedBy    string
 	message      string
 }
 
@@ -143,7 +144,7 @@ func (ov *overview) rows() []objectRow {
 			return &rows[i]
 		}
 		index[key] = len(rows)
-		rows = append(rows, objectRow{key: key, sync: "-", health: "-"})
+		rows = append(rows, objectRow{key: key, sync: "-", health: "-", changedBy: "-"})
 		return &rows[len(rows)-1]
 	}
 	if ov.diff != nil {
@@ -156,6 +157,9 @@ func (ov *overview) rows() []objectRow {
 					paths = append(paths, ch.Path)
 				}
 				r.message = "changed: " + strings.Join(paths, ", ")
+			}
+			if len(o.ChangedBy) > 0 {
+				r.changedBy = strings.Join(o.ChangedBy, ", ")
 			}
 		}
 		for _, e := range ov.diff.ExtraObjects {
@@ -255,10 +259,10 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 	rows := ov.rows()
 	if len(rows) > 0 {
 		tw = printers.GetNewTabWriter(w)
-		fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSYNC\tHEALTH\tMESSAGE")
+		fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSYNC\tHEALTH\tCHANGED-BY\tMESSAGE")
 		for _, row := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cell(kindGroup(row.key.Group, row.key.Kind)), cell(row.key.Namespace),
-				cell(row.key.Name), cell(row.sync), cell(row.health), cell(row.message))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", cell(kindGroup(row.key.Group, row.key.Kind)), cell(row.key.Namespace),
+				cell(row.key.Name), cell(row.sync), cell(row.health), cell(row.changedBy), cell(row.message))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -139,6 +139,7 @@ func TestPrintDiff(t *testing.T) {
 	scaled := deployment
 	scaled.Status = subresourcesv1alpha1.ObjectModified
 	scaled.Changes = []subresourcesv1alpha1.FieldChange{{Path: "spec.replicas", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("2"), Live: raw("5")}}
+	changedAt := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
 	meta := func(d subresourcesv1alpha1.ReleaseDiff) subresourcesv1alpha1.ReleaseDiff {
 		d.Namespace, d.Name, d.RenderRef, d.RenderSource = "shop", "web", "0123456789abcdef", subresourcesv1alpha1.RenderSourceFresh
 		return d
@@ -185,6 +186,35 @@ InSync     ConfigMap         shop/settings
 @@ spec.replicas @@
 -5
 +2
+`,
+	}, {
+		name: "who changed each field",
+		diff: meta(subresourcesv1alpha1.ReleaseDiff{Result: subresourcesv1alpha1.DiffDrifted, Objects: []subresourcesv1alpha1.ObjectDiff{{
+			Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Status: subresourcesv1alpha1.ObjectModified,
+			ChangedBy: []string{"kubectl (scale)", "intruder", "unknown"},
+			Changes: []subresourcesv1alpha1.FieldChange{
+				{Path: "spec.replicas", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("2"), Live: raw("5"),
+					Owners: []subresourcesv1alpha1.FieldOwner{{Manager: "kubectl", Operation: "Update", Subresource: "scale"}}},
+				{Path: "spec.template.spec.containers[name=app].image", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw(`"web:1"`), Live: raw(`"evil:1"`),
+					Owners: []subresourcesv1alpha1.FieldOwner{{Manager: "intruder", Operation: "Apply", Time: &changedAt}}},
+				{Path: "spec.paused", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("false"), Live: raw("true"), Unattributed: "no manager recorded it"},
+			},
+		}}}),
+		want: `
+Release shop/web, render 0123456789abcdef (Fresh): Drifted
+Modified   Deployment.apps   shop/web
+
+--- live   apps/v1 Deployment shop/web
++++ desired
+@@ spec.replicas @@ changed by kubectl (scale), time unknown
+-5
++2
+@@ spec.template.spec.containers[name=app].image @@ changed by intruder 40s ago
+-evil:1
++web:1
+@@ spec.paused @@ no manager recorded it
+-true
++false
 `,
 	}, {
 		name:    "coloured",
@@ -271,7 +301,7 @@ Modified   ConfigMap   shop/settings
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			require.NoError(t, printDiff(&out, &tt.diff, tt.colored))
+			require.NoError(t, printDiff(&out, &tt.diff, tt.colored, time.Date(2026, 12, 1, 10, 0, 40, 0, time.UTC)))
 			assert.Equal(t, strings.TrimPrefix(tt.want, "\n"), out.String())
 		})
 	}
