@@ -57,8 +57,8 @@ func TestAttribution(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][]string{
-		"metadata.annotations":  {"kubectl-edit"},                  // what it holds: note
-		"metadata.finalizers[0]": {"kubectl-edit"},                 // by the item's value
+		"metadata.annotations":   {"kubectl-edit"},                  // what it holds: note
+		"metadata.finalizers[0]": {"kubectl-edit"},                  // by the item's value
 		"metadata.labels.tier":   {"(" + UnattributedRemoved + ")"}, // gone from live
 		"spec.paused":            {"(" + UnattributedNoManager + ")"},
 		"spec.replicas":          {"kubectl (scale)"},
