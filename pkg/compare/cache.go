@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
@@ -77,12 +78,13 @@ type cachedResult struct {
 	rv      string
 	status  subresourcesv1alpha1.ObjectStatus
 	changes []subresourcesv1alpha1.FieldChange
+	applied *metav1.Time
 }
 
 // withOutcome returns d with the status and changes of r (and who made
 // them).
 func (r cachedResult) withOutcome(d subresourcesv1alpha1.ObjectDiff) subresourcesv1alpha1.ObjectDiff {
-	d.Status, d.Changes, d.ChangedBy = r.status, r.changes, changedBy(r.changes)
+	d.Status, d.Changes, d.ChangedBy, d.AppliedAt = r.status, r.changes, changedBy(r.changes), r.applied
 	return d
 }
 
@@ -111,7 +113,7 @@ func (c *ResultCache) prior(key resultKey, desired [sha256.Size]byte) (cachedRes
 }
 
 func (c *ResultCache) put(key resultKey, desired [sha256.Size]byte, rv string, diff subresourcesv1alpha1.ObjectDiff) {
-	c.entries.Put(key, cachedResult{desired: desired, rv: strings.Clone(rv), status: diff.Status, changes: diff.Changes})
+	c.entries.Put(key, cachedResult{desired: desired, rv: strings.Clone(rv), status: diff.Status, changes: diff.Changes, applied: diff.AppliedAt})
 }
 
 func (c *ResultCache) forget(key resultKey) { c.entries.Remove(key) }

@@ -307,6 +307,7 @@ func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unst
 		for i := range changes {
 			owners.attribute(&changes[i])
 		}
+		d.AppliedAt = appliedAt(live.GetManagedFields())
 	}
 	d.Changes = fieldChanges(changes)
 	d.ChangedBy = changedBy(d.Changes)

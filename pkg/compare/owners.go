@@ -246,6 +246,17 @@ func changedByMessage(changes []subresourcesv1alpha1.FieldChange) string {
 	return "changed by " + strings.Join(parts, ", ")
 }
 
+// appliedAt is the time of the managedFields entry of convoy's controller
+// (its apply of the object itself), nil when there is none.
+func appliedAt(entries []metav1.ManagedFieldsEntry) *metav1.Time {
+	for _, e := range entries {
+		if e.Manager == convoyv1alpha1.FieldManagerController && e.Operation == metav1.ManagedFieldsOperationApply && e.Subresource == "" {
+			return e.Time
+		}
+	}
+	return nil
+}
+
 // OwnerLabel names an owner as people read it: "manager", or "manager
 // (subresource)".
 func OwnerLabel(o subresourcesv1alpha1.FieldOwner) string {

@@ -144,6 +144,33 @@ type ObjectDiff struct {
 	// +optional
 	// +listType=atomic
 	ChangedBy []string `json:"changedBy,omitempty"`
+	// appliedAt is when convoy's manager last changed the live object (the
+	// time of its managedFields entry, to the second): it moves at each
+	// effective apply, a self-heal included.
+	// +optional
+	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
+	// contested are the fields of the object that another manager took
+	// back after self-heal, again and again (see ContestedField); known to
+	// the replica that runs the drift loop only.
+	// +optional
+	// +listType=atomic
+	Contested []ContestedField `json:"contested,omitempty"`
+}
+
+// ContestedField is a field that the same manager took back after each
+// self-heal, at least --contest-heals times within --contest-window: a
+// fight self-heal cannot win. Remove the field from the render, or let that
+// manager own it.
+type ContestedField struct {
+	Path    string `json:"path"`
+	Manager string `json:"manager"`
+	// +optional
+	Subresource string `json:"subresource,omitempty"`
+	// heals is how many times the manager took the field back after a
+	// self-heal, within the window.
+	Heals int32 `json:"heals"`
+	// since is when the field was found contested.
+	Since metav1.Time `json:"since"`
 }
 
 // FieldChange is one changed field.

@@ -22,6 +22,11 @@ limitations under the License.
 package v1alpha1
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContestedField) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ContestedField"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in EntryHealth) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.EntryHealth"
 }

@@ -77,6 +77,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():               schema_convoy_apiserver_apis_convoy_v1alpha1_SecretKeyReference(ref),
 		v1alpha1.SyncPolicy{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_SyncPolicy(ref),
 		v1alpha1.ValuesReference{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref),
+		subresourcesv1alpha1.ContestedField{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ContestedField(ref),
 		subresourcesv1alpha1.EntryHealth{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref),
 		subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ExtraObject(ref),
 		subresourcesv1alpha1.FieldChange{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref),
@@ -1977,6 +1978,56 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref common.Ref
 	}
 }
 
+func schema_convoy_apiserver_apis_subresources_v1alpha1_ContestedField(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContestedField is a field that the same manager took back after each self-heal, at least --contest-heals times within --contest-window: a fight self-heal cannot win. Remove the field from the render, or let that manager own it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"manager": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"heals": {
+						SchemaProps: spec.SchemaProps{
+							Description: "heals is how many times the manager took the field back after a self-heal, within the window.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "since is when the field was found contested.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"path", "manager", "heals", "since"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2320,12 +2371,36 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ObjectDiff(ref common.Re
 							},
 						},
 					},
+					"appliedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "appliedAt is when convoy's manager last changed the live object (the time of its managedFields entry, to the second): it moves at each effective apply, a self-heal included.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"contested": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "contested are the fields of the object that another manager took back after self-heal, again and again (see ContestedField); known to the replica that runs the drift loop only.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(subresourcesv1alpha1.ContestedField{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 				},
 				Required: []string{"group", "version", "kind", "name", "status"},
 			},
 		},
 		Dependencies: []string{
-			subresourcesv1alpha1.FieldChange{}.OpenAPIModelName()},
+			subresourcesv1alpha1.ContestedField{}.OpenAPIModelName(), subresourcesv1alpha1.FieldChange{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
