@@ -21,6 +21,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
@@ -65,6 +66,9 @@ type ExtraConfig struct {
 	// sources: their address policy (its Deny is Target.Deny), limits and
 	// caches.
 	Sources source.Options
+	// Contests are the settings of contested fields: how many take-backs
+	// within what window, and the longest backoff of self-heal.
+	Contests contest.Options
 	// Cache turns on the caches of the loops: shared metadata-only LISTs
 	// (Target.ListFreshness), the compare of unchanged objects, renders of
 	// unchanged inputs and verdicts of unchanged objects, each reused for at
@@ -193,6 +197,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		verdicts = health.NewVerdictCache(x.CacheMaxAge, clock.RealClock{})
 	}
 	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
+	contests := contest.New(x.Contests)
 	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
 		Releases:    convoy.ConvoyV1alpha1(),
@@ -200,6 +205,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Checker:     checker,
 		Redactor:    redactor,
 		Requester:   requester,
+		Contests:    contests,
 	})
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing API group %s: %w", subresourcesv1alpha1.GroupName, err)
@@ -212,6 +218,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Checker:        loopChecker,
 		Targets:        targets,
 		Requester:      requester,
+		Contests:       contests,
 		Recorder:       recorder,
 		Compiler:       health.NewCompiler(x.CELCostLimit),
 		Clock:          clock.RealClock{},

@@ -7,13 +7,16 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
@@ -34,6 +37,7 @@ type DriftLoop struct {
 	checker   *drift.Checker
 	status    *StatusWriter
 	requester *syncrequest.Requester
+	contests  *contest.Tracker
 }
 
 // NewDriftLoop returns a DriftLoop fed by the Release and ReleaseInventory
@@ -42,8 +46,8 @@ type DriftLoop struct {
 // resync; spec.syncPolicy.interval after the previous pass. A sync request
 // (an annotation) and the observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
-	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester) (*DriftLoop, error) {
-	l := &DriftLoop{checker: checker, status: status, requester: requester}
+	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
+	l := &DriftLoop{checker: checker, status: status, requester: requester, contests: contests}
 	l.passQueue = newPassQueue("drift", releases.Lister(), l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
 	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.enqueue,
@@ -57,6 +61,9 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 		DeleteFunc: func(obj any) {
 			if r, ok := releaseOf(obj); ok {
 				status.Forget(r.UID)
+				if contests != nil {
+					contests.Forget(r.UID)
+				}
 			}
 		},
 	})
@@ -105,6 +112,10 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		return interval, err
 	}
 	cond := report.Condition()
+	drifted := report.Result.Result == subresourcesv1alpha1.DiffDrifted
+	if l.contests != nil {
+		l.observeContests(ctx, release, report, &cond)
+	}
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
 	if report.Reason == failure.ReasonInternalError {
 		panics.WithLabelValues("drift").Inc()
@@ -113,7 +124,11 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
 		return interval, err
 	}
-	if report.Result.Result == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil {
+	if drifted && release.Spec.SyncPolicy.Automatic != nil {
+		if l.contests != nil && !l.contests.ShouldRequest(release.UID, interval, report.Objects) {
+			klog.FromContext(ctx).V(2).Info("Self-heal backs off: every drifted field is contested")
+			return interval, nil
+		}
 		if _, err := l.requester.Request(ctx, release.Namespace, release.Name, observerName, "drift found: "+report.Message); err != nil {
 			return interval, fmt.Errorf("requesting a sync: %w", err)
 		}
@@ -121,6 +136,38 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 	}
 	return interval, nil
 }
+
+// observeContests records the drift of a pass (a pass without drift lets
+// contests end), records a Warning Event for each field that became
+// contested, and names the contested fields in the InSync message.
+func (l *DriftLoop) observeContests(ctx context.Context, release *convoyv1alpha1.Release, report *drift.Report, cond *metav1.Condition) {
+	var objects []subresourcesv1alpha1.ObjectDiff
+	switch report.Result.Result {
+	case subresourcesv1alpha1.DiffDrifted:
+		objects = report.Objects
+	case subresourcesv1alpha1.DiffUndetermined:
+		return // says nothing of the fields
+	}
+	for _, f := range l.contests.Observe(release.UID, objects) {
+		note := fmt.Sprintf("%s of %s is contested: %s took it back after %d self-heals; self-heal backs off. Remove the field from the render, or let %s own it",
+			f.Path, f.Object.Describe(), f.Owner(), f.Heals, f.Manager)
+		l.status.Warn(release, ReasonFieldContested, "Contest", note)
+		klog.FromContext(ctx).Info("Field contested", "release", klog.KObj(release), "object", f.Object.Describe(), "path", f.Path, "manager", f.Manager)
+	}
+	contestedFields.Set(float64(l.contests.Count()))
+	if fields := l.contests.Contested(release.UID); len(fields) > 0 && cond.Reason == string(subresourcesv1alpha1.DiffDrifted) {
+		var parts []string
+		for _, f := range fields {
+			parts = append(parts, fmt.Sprintf("%s of %s by %s", f.Path, f.Object.Describe(), f.Owner()))
+		}
+		slices.Sort(parts)
+		cond.Message += "; contested (self-heal backs off): " + strings.Join(parts, ", ")
+	}
+}
+
+// ReasonFieldContested is the reason of the Warning Event of a field that
+// became contested.
+const ReasonFieldContested = "FieldContested"
 
 // Interval is spec.syncPolicy.interval, or DefaultInterval.
 func Interval(release *convoyv1alpha1.Release) time.Duration {

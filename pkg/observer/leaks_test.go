@@ -131,7 +131,7 @@ func TestPerReleaseStateIsReleasedOnDelete(t *testing.T) {
 		return true, w, nil
 	})
 	l, factory, _ := healthLoopOn(t, client)
-	drift, err := NewDriftLoop(factory.Convoy().V1alpha1().Releases(), factory.Convoy().V1alpha1().ReleaseInventories(), nil, l.status, nil)
+	drift, err := NewDriftLoop(factory.Convoy().V1alpha1().Releases(), factory.Convoy().V1alpha1().ReleaseInventories(), nil, l.status, nil, nil)
 	require.NoError(t, err)
 	t.Cleanup(drift.queue.ShutDown)
 	ctx, cancel := context.WithCancel(context.Background())

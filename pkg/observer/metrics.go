@@ -50,6 +50,12 @@ var (
 		Help:           "Passes that panicked, by loop; each ended as Undetermined or CannotAssess (InternalError), the stack in the log.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"loop"})
+	contestedFields = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "contested_fields",
+		Help:           "Fields another manager takes back after each self-heal (contested), over all Releases; their self-heal backs off.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	isLeader = metrics.NewGauge(&metrics.GaugeOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "leader",
@@ -64,7 +70,7 @@ var registerOnce sync.Once
 // that the API server serves on /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(passDuration, passResults, syncRequests, celErrors, panics, isLeader)
+		legacyregistry.MustRegister(passDuration, passResults, syncRequests, celErrors, panics, isLeader, contestedFields)
 		legacyregistry.CustomMustRegister(conditions)
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
@@ -40,9 +41,12 @@ type Config struct {
 	Checker   *drift.Checker
 	Targets   *cluster.Provider
 	Requester *syncrequest.Requester
-	Recorder  events.EventRecorder
-	Compiler  *health.Compiler
-	Clock     clock.PassiveClock
+	// Contests remembers the fields another manager takes back after each
+	// self-heal (nil: none is tracked, self-heal never backs off).
+	Contests *contest.Tracker
+	Recorder events.EventRecorder
+	Compiler *health.Compiler
+	Clock    clock.PassiveClock
 
 	Resync        time.Duration
 	DriftWorkers  int
@@ -148,7 +152,7 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	factory := convoyinformers.NewSharedInformerFactory(c.Convoy, c.Resync)
 	v1 := factory.Convoy().V1alpha1()
 	status := NewStatusWriter(c.Convoy.ConvoyV1alpha1(), c.Recorder, c.Clock)
-	driftLoop, err := NewDriftLoop(v1.Releases(), v1.ReleaseInventories(), c.Checker, status, c.Requester)
+	driftLoop, err := NewDriftLoop(v1.Releases(), v1.ReleaseInventories(), c.Checker, status, c.Requester, c.Contests)
 	if err != nil {
 		return err
 	}

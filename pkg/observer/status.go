@@ -73,6 +73,11 @@ func (w *StatusWriter) Forget(uid types.UID) {
 	delete(w.parts, uid)
 }
 
+// Warn records a Warning Event regarding release (a field contested).
+func (w *StatusWriter) Warn(release *convoyv1alpha1.Release, reason, action, note string) {
+	w.recorder.Eventf(release, nil, corev1.EventTypeWarning, reason, action, "%s", truncate.String(note, truncate.EventNote))
+}
+
 // SetCondition sets the condition cond.Type (InSync or Healthy) of release,
 // with observedGeneration = release's generation, and, when summary is not
 // nil, status.healthSummary. It writes only when something changed and

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 )
 
@@ -109,6 +112,117 @@ func TestDriftExplained(t *testing.T) {
 	eventually(t, "web Missing", func(context.Context) error {
 		if o := objectDiff(t, getDiff(t, ns, "web", ""), "Deployment", "web"); o.Status != subresourcesv1alpha1.ObjectMissing || len(o.ChangedBy) != 0 {
 			return fmt.Errorf("%+v", o)
+		}
+		return nil
+	})
+}
+
+// A controller that takes a field back each time the stand-in heals it:
+// after --contest-heals (3) take-backs the field is contested (/diff, a
+// Warning Event, the metric, the InSync message), and the self-heal
+// requests back off instead of one per pass; when the controller stops, the
+// Release heals once more and the contest ends.
+func TestDriftContested(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newNamespace(t)
+	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
+	standIn := newStandIn(t)
+	standIn.apply(ns, "web")
+	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+
+	// The stand-in heals on each sync request; requests are counted.
+	var requests atomic.Int32
+	var healing sync.WaitGroup
+	healing.Go(func() {
+		last := ""
+		for ctx.Err() == nil {
+			r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err == nil && r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] != last {
+				last = r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
+				requests.Add(1)
+				if rendered, err := standIn.applier.Render(ctx, r); err != nil {
+					t.Logf("stand-in render: %v", err)
+				} else if err := standIn.applier.ApplyAll(ctx, r, rendered); err != nil {
+					t.Logf("stand-in apply: %v", err)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	// Stop the goroutines before the test ends, whatever the way out.
+	defer func() {
+		cancel()
+		healing.Wait()
+	}()
+	// The contender scales web to 5 through /scale whenever it is not.
+	contendCtx, stopContending := context.WithCancel(ctx)
+	deployments := kubeClient(t).AppsV1().Deployments(ns)
+	var contending sync.WaitGroup
+	defer func() {
+		stopContending()
+		contending.Wait()
+	}()
+	contending.Go(func() {
+		for contendCtx.Err() == nil {
+			s, err := deployments.GetScale(contendCtx, "web", metav1.GetOptions{})
+			if err == nil && s.Spec.Replicas != 5 {
+				s.Spec.Replicas = 5
+				if _, err := deployments.UpdateScale(contendCtx, "web", s, metav1.UpdateOptions{FieldManager: "contender"}); err != nil {
+					t.Logf("contender: %v", err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+
+	var contested subresourcesv1alpha1.ContestedField
+	eventually(t, "spec.replicas contested by contender", func(context.Context) error {
+		web := objectDiff(t, getDiff(t, ns, "web", ""), "Deployment", "web")
+		for _, c := range web.Contested {
+			if c.Path == "spec.replicas" && c.Manager == "contender" && c.Subresource == "scale" && c.Heals >= 3 {
+				contested = c
+				return nil
+			}
+		}
+		return fmt.Errorf("contested %+v", web.Contested)
+	})
+	found := time.Now()
+	t.Logf("contested: %+v, after %d sync requests", contested, requests.Load())
+	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
+	assert.Contains(t, cond.Message, "contested (self-heal backs off): spec.replicas of Deployment.apps "+ns+"/web by contender (scale)")
+	eventually(t, "a FieldContested Event", func(ctx context.Context) error {
+		events, err := kubeClient(t).EventsV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "FieldContested" && e.Type == "Warning" && strings.Contains(e.Note, "spec.replicas") &&
+				strings.Contains(e.Note, "contender (scale)") && strings.Contains(e.Note, "Remove the field from the render, or let contender own it") {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(events.Items))
+	})
+	_, metrics := replicaGet(t, env.cp.ConvoyAPIServer(), "/metrics")
+	assert.Regexp(t, `(?m)^convoy_observer_contested_fields [1-9]`, metrics)
+
+	// Passes run every 2s; self-heal now waits 4s, 8s, 16s (the e2e
+	// suite's --contest-max-backoff) between requests.
+	before := requests.Load()
+	time.Sleep(24 * time.Second)
+	during := requests.Load() - before
+	t.Logf("%d sync requests in the 24s after the contest was found (%s after it), against about 12 passes", during, time.Since(found).Round(time.Second))
+	assert.LessOrEqual(t, during, int32(4), "self-heal backs off")
+
+	// The contender stops: the next self-heal holds, the contest ends once
+	// the field stayed healed for the window (30s in the e2e suite).
+	stopContending()
+	contending.Wait()
+	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+	eventually(t, "the contest ends", func(context.Context) error {
+		if c := objectDiff(t, getDiff(t, ns, "web", ""), "Deployment", "web").Contested; len(c) > 0 {
+			return fmt.Errorf("still contested: %+v", c)
 		}
 		return nil
 	})

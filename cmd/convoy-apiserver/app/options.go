@@ -32,6 +32,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/apiserver"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -98,6 +99,7 @@ func NewOptions() *Options {
 				Memory: render.DefaultMemory,
 			},
 			RenderConcurrency: 4,
+			Contests:          contest.Options{Heals: contest.DefaultHeals, Window: contest.DefaultWindow, MaxBackoff: contest.DefaultMaxBackoff},
 			Sources: source.Options{
 				Timeout: source.DefaultTimeout, MaxArtifactBytes: source.DefaultMaxArtifactBytes, MaxIndexBytes: source.DefaultMaxIndexBytes,
 				Concurrency: source.DefaultConcurrency, CacheBytes: source.DefaultCacheBytes, ResolveMaxAge: source.DefaultResolveMaxAge,
@@ -182,6 +184,14 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	sources.DurationVar(&o.Sources.ResolveMaxAge, "source-resolve-max-age", o.Sources.ResolveMaxAge,
 		"How long a tag's digest or a Helm index is reused per URL and credentials, and an access to a kept artifact taken as confirmed: a tag moved shows within it.")
 
+	contests := fss.FlagSet("contested fields")
+	contests.IntVar(&o.Contests.Heals, "contest-heals", o.Contests.Heals,
+		"Take-backs of a field by the same manager after a self-heal, within --contest-window, that make it contested: self-heal then backs off.")
+	contests.DurationVar(&o.Contests.Window, "contest-window", o.Contests.Window,
+		"The window of --contest-heals, and how long a contested field must stay healed for its contest to end.")
+	contests.DurationVar(&o.Contests.MaxBackoff, "contest-max-backoff", o.Contests.MaxBackoff,
+		"Longest time between two self-heal requests of a Release whose drifted fields are all contested (the backoff doubles from its interval).")
+
 	caches := fss.FlagSet("caches")
 	caches.BoolVar(&o.Cache, "cache", o.Cache,
 		"Reuse what did not change: shared metadata-only LISTs, the compare (dry run) of an unchanged object, renders of unchanged inputs, verdicts of unchanged objects. Off: every pass reads, renders and dry-runs everything.")
@@ -258,6 +268,9 @@ func (o *Options) Validate() error {
 	}
 	if s := o.Sources; s.Timeout <= 0 || s.MaxArtifactBytes <= 0 || s.MaxIndexBytes <= 0 || s.Concurrency <= 0 || s.CacheBytes <= 0 || s.ResolveMaxAge <= 0 || s.ResolveMaxAge > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--fetch-timeout, --max-artifact-bytes, --max-index-bytes, --max-concurrent-fetches, --source-cache-bytes and --source-resolve-max-age must be positive, and --source-resolve-max-age at most 10m"))
+	}
+	if c := o.Contests; c.Heals <= 0 || c.Window <= 0 || c.MaxBackoff <= 0 {
+		errs = append(errs, fmt.Errorf("--contest-heals, --contest-window and --contest-max-backoff must be positive"))
 	}
 	if o.DriftWorkers <= 0 || o.CompareWorkers <= 0 || o.HealthWorkers <= 0 || o.CELCostLimit == 0 {
 		errs = append(errs, fmt.Errorf("--drift-workers, --compare-workers, --health-workers and --cel-cost-limit must be positive"))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 )
@@ -22,6 +23,7 @@ import (
 type DiffREST struct {
 	releases convoyclient.ReleasesGetter
 	checker  *drift.Checker
+	contests *contest.Tracker
 	rest.TableConvertor
 }
 
@@ -31,8 +33,8 @@ var (
 )
 
 // NewDiffREST returns the storage of releases/diff.
-func NewDiffREST(releases convoyclient.ReleasesGetter, checker *drift.Checker) *DiffREST {
-	return &DiffREST{releases: releases, checker: checker, TableConvertor: diffTable}
+func NewDiffREST(releases convoyclient.ReleasesGetter, checker *drift.Checker, contests *contest.Tracker) *DiffREST {
+	return &DiffREST{releases: releases, checker: checker, contests: contests, TableConvertor: diffTable}
 }
 
 // New implements rest.Storage.
@@ -70,6 +72,15 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 	}
 	if report.Desired != nil {
 		diff.RenderRef, diff.RenderSource, diff.ResolvedSource = report.Desired.Ref, report.Desired.Source, report.Desired.Resolved
+	}
+	if r.contests != nil {
+		for _, f := range r.contests.Contested(release.UID) {
+			for i := range diff.Objects {
+				if o := &diff.Objects[i]; o.Group == f.Object.Group && o.Kind == f.Object.Kind && o.Namespace == f.Object.Namespace && o.Name == f.Object.Name {
+					o.Contested = append(o.Contested, f.ContestedField)
+				}
+			}
+		}
 	}
 	return diff, nil
 }
