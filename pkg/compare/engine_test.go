@@ -109,7 +109,7 @@ func TestCompareModified(t *testing.T) {
 
 	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
 	assert.Equal(t, ReasonDrifted, res.Reason)
-	assert.Equal(t, "Deployment.apps shop/web is Modified: spec.replicas, spec.template.spec.containers[name=app].image; no manager but convoy's recorded these changes", res.Message)
+	assert.Equal(t, "Deployment.apps shop/web is Modified: spec.replicas, spec.template.spec.containers[name=app].image; no other manager than convoy's recorded these changes", res.Message)
 	require.Len(t, res.Objects, 3)
 	assert.Equal(t, subresourcesv1alpha1.ObjectInSync, res.Objects[0].Status)
 	web := res.Objects[1]
@@ -133,7 +133,7 @@ func TestCompareModifiedMessageNamesAtMostThreePaths(t *testing.T) {
 	// key differs from the live one.
 	f := newFake(live)
 	res := newTestEngine(1).Compare(context.Background(), f, desired)
-	assert.Equal(t, "ConfigMap shop/settings is Modified: data.a, data.b, data.c and 2 more; no manager but convoy's recorded these changes", res.Message)
+	assert.Equal(t, "ConfigMap shop/settings is Modified: data.a, data.b, data.c and 2 more; no other manager than convoy's recorded these changes", res.Message)
 	assert.Len(t, res.Objects[0].Changes, 5)
 }
 
@@ -179,7 +179,7 @@ func TestCompareSecretIsRedacted(t *testing.T) {
 	assert.Equal(t, subresourcesv1alpha1.ChangeReplace, c.Op)
 	assert.JSONEq(t, `"`+r.Marker([]byte("new-hunter2"))+`"`, string(c.Desired.Raw))
 	assert.JSONEq(t, `"`+r.Marker([]byte("old-hunter1"))+`"`, string(c.Live.Raw))
-	assert.Equal(t, "Secret shop/db is Modified: data.password; no manager but convoy's recorded these changes", res.Message)
+	assert.Equal(t, "Secret shop/db is Modified: data.password; no other manager than convoy's recorded these changes", res.Message)
 
 	out, err := json.Marshal(res)
 	require.NoError(t, err)
@@ -473,7 +473,7 @@ func TestCompareCallCounts(t *testing.T) {
 	res := newTestEngine(5).Compare(context.Background(), f, desired)
 
 	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
-	assert.Equal(t, "Deployment.apps shop/web-01 is Modified: spec.replicas, spec.template.spec.containers[name=app].image; no manager but convoy's recorded these changes", res.Message)
+	assert.Equal(t, "Deployment.apps shop/web-01 is Modified: spec.replicas, spec.template.spec.containers[name=app].image; no other manager than convoy's recorded these changes", res.Message)
 	for i, d := range desired {
 		assert.Equal(t, 1, f.getCount(d), d.GetName())
 		want := 1

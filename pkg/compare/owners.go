@@ -19,6 +19,10 @@ const (
 	// or a client that records no managedFields changed it (managedFields
 	// holds no values, so which cannot be told here).
 	UnattributedNoManager = "no manager but convoy's owns it: the render changed since it was applied, or an admission webhook or a client that records no managedFields changed it"
+	// UnattributedUnowned: no manager at all owns the field: a client that
+	// records no managedFields (or reset them), or an admission webhook,
+	// changed it.
+	UnattributedUnowned = "no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it"
 	// UnattributedRemoved: the field is gone from the live object;
 	// managedFields does not record who removes a field.
 	UnattributedRemoved = "removed from the live object: managedFields does not record who removes a field"
@@ -119,7 +123,10 @@ func (o *fieldOwners) attribute(c *change) {
 			c.Owners = append(c.Owners, o.sets[i].owner)
 		}
 	}
-	if len(c.Owners) == 0 {
+	switch {
+	case len(owners) == 0:
+		c.Unattributed = UnattributedUnowned
+	case len(c.Owners) == 0:
 		c.Unattributed = UnattributedNoManager
 	}
 }
@@ -239,9 +246,9 @@ func changedByMessage(changes []subresourcesv1alpha1.FieldChange) string {
 	}
 	switch {
 	case len(parts) == 0:
-		return "no manager but convoy's recorded these changes"
+		return "no other manager than convoy's recorded these changes"
 	case unknown:
-		parts = append(parts, "and no manager but convoy's for the others")
+		parts = append(parts, "and no other manager than convoy's for the others")
 	}
 	return "changed by " + strings.Join(parts, ", ")
 }

@@ -31,14 +31,14 @@ func TestAttribution(t *testing.T) {
 	live := map[string]any{
 		"metadata": map[string]any{"labels": map[string]any{"app": "web"}, "annotations": map[string]any{"note": "x"},
 			"finalizers": []any{"example.com/keep"}},
-		"spec": map[string]any{"replicas": int64(5), "paused": true, "template": map[string]any{"spec": map[string]any{"containers": []any{
+		"spec": map[string]any{"replicas": int64(5), "paused": true, "minReadySeconds": int64(5), "template": map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"name": "app", "image": "evil:1"},
 			map[string]any{"name": "sidecar", "image": "proxy:2"},
 		}}}},
 	}
 	desired := map[string]any{
 		"metadata": map[string]any{"labels": map[string]any{"app": "web", "tier": "front"}, "finalizers": []any{"example.com/other"}},
-		"spec": map[string]any{"replicas": int64(2), "paused": false, "template": map[string]any{"spec": map[string]any{"containers": []any{
+		"spec": map[string]any{"replicas": int64(2), "paused": false, "minReadySeconds": int64(0), "template": map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"name": "app", "image": "web:1"},
 			map[string]any{"name": "sidecar", "image": "proxy:3"},
 		}}}},
@@ -57,11 +57,12 @@ func TestAttribution(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string][]string{
-		"metadata.annotations":   {"kubectl-edit"},                  // what it holds: note
-		"metadata.finalizers[0]": {"kubectl-edit"},                  // by the item's value
-		"metadata.labels.tier":   {"(" + UnattributedRemoved + ")"}, // gone from live
-		"spec.paused":            {"(" + UnattributedNoManager + ")"},
-		"spec.replicas":          {"kubectl (scale)"},
+		"spec.minReadySeconds":                              {"(" + UnattributedUnowned + ")"}, // nobody owns it
+		"metadata.annotations":                              {"kubectl-edit"},                  // what it holds: note
+		"metadata.finalizers[0]":                            {"kubectl-edit"},                  // by the item's value
+		"metadata.labels.tier":                              {"(" + UnattributedRemoved + ")"}, // gone from live
+		"spec.paused":                                       {"(" + UnattributedNoManager + ")"},
+		"spec.replicas":                                     {"kubectl (scale)"},
 		"spec.template.spec.containers[name=app].image":     {"intruder"},
 		"spec.template.spec.containers[name=sidecar].image": {"kubectl-edit"}, // the closest owned ancestor: the item
 	}, got)
@@ -78,7 +79,7 @@ func TestAttribution(t *testing.T) {
 	}
 	fc := fieldChanges(changes)
 	assert.Equal(t, []string{"kubectl-edit", "unknown", "kubectl (scale)", "intruder"}, changedBy(fc))
-	assert.Equal(t, "changed by kubectl-edit at 2026-12-01T10:02:03Z, kubectl (scale) at an unknown time, intruder at 2026-12-01T10:02:03Z, and no manager but convoy's for the others",
+	assert.Equal(t, "changed by kubectl-edit at 2026-12-01T10:02:03Z, kubectl (scale) at an unknown time, intruder at 2026-12-01T10:02:03Z, and no other manager than convoy's for the others",
 		changedByMessage(fc))
 }
 

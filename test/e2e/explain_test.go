@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/compare"
 )
 
 // ownersOf returns the owners of the change at path of the Deployment web.
@@ -33,7 +35,8 @@ func ownersOf(t *testing.T, d subresourcesv1alpha1.ReleaseDiff, path string) sub
 // object's managedFields, as the real kube-apiserver records it: kubectl
 // scale through /scale (no time), kubectl patch --field-manager (its time),
 // an update of another manager (a label it changed); the InSync message, the
-// plugin's diff and its CHANGED-BY column name them.
+// plugin's diff and its CHANGED-BY column name them. An update that resets
+// managedFields leaves its change unowned; a Missing object has no owners.
 func TestDriftExplained(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -106,6 +109,21 @@ func TestDriftExplained(t *testing.T) {
 	r = kubectlConvoy(t, "", "release", "get", "web", "-n", ns)
 	require.Zero(t, r.code, r)
 	assert.Regexp(t, fmt.Sprintf(`(?m)^Deployment\.apps\s+%s\s+web\s+Modified\s+\S+\s+kubectl-edit, kubectl \(scale\), intruder\s+changed: `, ns), r.stdout)
+
+	// An update that resets managedFields leaves its change unowned.
+	d, err = deployments.Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	d.Spec.Replicas = ptr.To[int32](7)
+	d.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+	_, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	eventually(t, "spec.replicas unowned", func(context.Context) error {
+		c := ownersOf(t, getDiff(t, ns, "web", ""), "spec.replicas")
+		if len(c.Owners) != 0 || c.Unattributed != compare.UnattributedUnowned {
+			return fmt.Errorf("%+v", c)
+		}
+		return nil
+	})
 
 	// A Missing object cannot be attributed: it has no changes.
 	require.NoError(t, deployments.Delete(ctx, "web", metav1.DeleteOptions{}))
