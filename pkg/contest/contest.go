@@ -268,11 +268,9 @@ func (t *Tracker) ShouldRequest(uid types.UID, interval time.Duration, objects [
 		return false
 	}
 	if r.backoff == 0 {
-		r.backoff = 2 * interval
-	} else {
-		r.backoff = min(2*r.backoff, t.opts.MaxBackoff)
+		r.backoff = interval
 	}
-	r.backoff = min(r.backoff, t.opts.MaxBackoff)
+	r.backoff = min(2*r.backoff, t.opts.MaxBackoff)
 	r.nextRequest = now.Add(r.backoff)
 	return true
 }
