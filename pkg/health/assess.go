@@ -31,6 +31,10 @@ var ErrNotFound = errors.New("the object is not on the cluster")
 //     already, which it stays, across renders too; Progressing while now is
 //     before firstUnhealthy+deadline, Degraded from then on; Progressing for
 //     ever without a deadline. The message is the rule's.
+//   - Suspended (the first failing rule has whenFalse Suspended: its
+//     controller stopped on purpose): Suspended, firstUnhealthy cleared, so
+//     the deadline starts again when the resource is resumed and still
+//     fails. A pause is a person's choice, not a failure.
 //   - Error (a rule cannot be evaluated): Unknown, firstUnhealthy kept, the
 //     message says why.
 //
@@ -57,6 +61,10 @@ func Assess(prev *convoyv1alpha1.InventoryEntryStatus, entry convoyv1alpha1.Inve
 		next.Message = readErrorMessage(readErr)
 	case verdict.Result == ResultPass:
 		next.State = convoyv1alpha1.HealthHealthy
+		next.Message = verdict.Message
+		next.FirstUnhealthy = nil
+	case verdict.Result == ResultSuspended:
+		next.State = convoyv1alpha1.HealthSuspended
 		next.Message = verdict.Message
 		next.FirstUnhealthy = nil
 	case verdict.Result == ResultFail:

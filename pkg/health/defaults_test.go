@@ -8,6 +8,9 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
 
 // defaultCase is a realistic object and what the default rules say of it.
@@ -694,6 +697,40 @@ func TestDefaultRules(t *testing.T) {
 	}
 	ctx := context.Background()
 
+	// check evaluates the default rules on obj, of kind, and each rule on
+	// its own.
+	check := func(t *testing.T, kind string, obj map[string]any, want Result, message string) {
+		require.Equal(t, kind, gvkOf(obj).Kind)
+		applying := rulesFor(t, rules, obj)
+		require.NotEmpty(t, applying, "no default rule applies to %s", gvkOf(obj))
+
+		v := Evaluate(ctx, applying, obj)
+		assert.Equal(t, want, v.Result, v.Message)
+		if want != ResultPass {
+			assert.Equal(t, message, v.Message)
+		} else {
+			assert.Empty(t, v.Message)
+		}
+
+		// Each rule on its own: it returns a bool, and a failing
+		// rule's messageExpression returns a non-empty string.
+		for _, r := range applying {
+			one := Evaluate(ctx, []*CompiledRule{r}, obj)
+			require.NotEqual(t, ResultError, one.Result, one.Message)
+			if one.Result == ResultPass {
+				seen[r].passed = true
+				continue
+			}
+			seen[r].failed = true
+			if r.messageProgram != nil {
+				out, _, err := r.messageProgram.ContextEval(ctx, &activation{object: obj})
+				require.NoError(t, err, "%s: messageExpression", r)
+				require.IsType(t, types.String(""), out, "%s: messageExpression", r)
+				assert.NotEmpty(t, string(out.(types.String)), "%s: messageExpression", r)
+			}
+		}
+	}
+
 	for kind, cases := range map[string][]defaultCase{
 		"Deployment":               deploymentCases,
 		"StatefulSet":              statefulSetCases,
@@ -708,36 +745,14 @@ func TestDefaultRules(t *testing.T) {
 	} {
 		for _, tc := range cases {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
-				obj := object(t, tc.obj)
-				require.Equal(t, kind, gvkOf(obj).Kind)
-				applying := rulesFor(t, rules, obj)
-				require.NotEmpty(t, applying, "no default rule applies to %s", kind)
-
-				v := Evaluate(ctx, applying, obj)
-				assert.Equal(t, tc.want, v.Result, v.Message)
-				if tc.want == ResultFail {
-					assert.Equal(t, tc.message, v.Message)
-				} else {
-					assert.Empty(t, v.Message)
-				}
-
-				// Each rule on its own: it returns a bool, and a failing
-				// rule's messageExpression returns a non-empty string.
-				for _, r := range applying {
-					one := Evaluate(ctx, []*CompiledRule{r}, obj)
-					require.NotEqual(t, ResultError, one.Result, one.Message)
-					if one.Result == ResultPass {
-						seen[r].passed = true
-						continue
-					}
-					seen[r].failed = true
-					if r.messageProgram != nil {
-						out, _, err := r.messageProgram.ContextEval(ctx, &activation{object: obj})
-						require.NoError(t, err, "%s: messageExpression", r)
-						require.IsType(t, types.String(""), out, "%s: messageExpression", r)
-						assert.NotEmpty(t, string(out.(types.String)), "%s: messageExpression", r)
-					}
-				}
+				check(t, kind, object(t, tc.obj), tc.want, tc.message)
+			})
+		}
+	}
+	for file, cases := range loadCases(t) {
+		for _, tc := range cases {
+			t.Run(file+"/"+tc.Name, func(t *testing.T) {
+				check(t, gvkOf(tc.Object).Kind, tc.Object, resultOf(tc.State), tc.Message)
 			})
 		}
 	}
@@ -757,4 +772,38 @@ func TestDefaultRulesDoNotApplyElsewhere(t *testing.T) {
 	assert.Empty(t, rules.For("apps/v1beta1", "deployments"))
 	assert.Empty(t, rules.ForAPIVersion("v1beta1"), "no object of that apiVersion is looked up")
 	assert.NotEmpty(t, rules.For("apps/v1", "deployments"))
+}
+
+// TestDefaultRuleCasesCoverEveryVersion: in a rule set with a cases file,
+// every apiVersion and resource a rule is for has a Healthy case and a case
+// that is not.
+func TestDefaultRuleCasesCoverEveryVersion(t *testing.T) {
+	_, sets := loadDefaults(t)
+	files, _ := loadDefaults(t)
+	cases := loadCases(t)
+	for i, set := range sets {
+		fileCases, ok := cases[files[i]]
+		if !ok {
+			continue
+		}
+		type target struct{ apiVersion, resource string }
+		healthy, unhealthy := map[target]bool{}, map[target]bool{}
+		for _, c := range fileCases {
+			gvk := gvkOf(c.Object)
+			plural, _ := meta.UnsafeGuessKindToResource(gvk)
+			key := target{gvk.GroupVersion().String(), plural.Resource}
+			if c.State == convoyv1alpha1.HealthHealthy {
+				healthy[key] = true
+			} else {
+				unhealthy[key] = true
+			}
+		}
+		for _, rule := range set.Spec.Rules {
+			for _, res := range rule.Resources {
+				key := target{rule.APIVersion, res}
+				assert.True(t, healthy[key], "%s: no Healthy case of %s %s", files[i], res, rule.APIVersion)
+				assert.True(t, unhealthy[key], "%s: no case of %s %s that is not Healthy", files[i], res, rule.APIVersion)
+			}
+		}
+	}
 }

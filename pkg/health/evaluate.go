@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/interpreter"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
 
 // Result is the outcome of the rules on one object.
@@ -19,6 +21,9 @@ const (
 	ResultPass Result = "Pass"
 	// ResultFail: a rule returned false.
 	ResultFail Result = "Fail"
+	// ResultSuspended: the first rule that returned false has whenFalse
+	// Suspended: the resource's controller stopped on purpose.
+	ResultSuspended Result = "Suspended"
 	// ResultError: a rule could not be evaluated and none returned false.
 	ResultError Result = "Error"
 )
@@ -26,8 +31,8 @@ const (
 // Verdict is what the rules say about one object.
 type Verdict struct {
 	Result Result
-	// Message is, for Fail, the message of the first rule that returned
-	// false; for Error, why the first rule that could not be evaluated could
+	// Message is, for Fail and Suspended, the message of the first rule
+	// that returned false; for Error, why the first rule that could not be evaluated could
 	// not; for Pass, empty, or "no health rule applies".
 	Message string
 	// Rule is the rule the message comes from; nil for Pass.
@@ -55,7 +60,8 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 //     obj is not looked at and may be nil);
 //   - Fail when a rule returns false, with the message of the first such
 //     rule: its messageExpression when it evaluates to a non-empty string,
-//     else its message, else "rule N of SET failed: EXPRESSION";
+//     else its message, else "rule N of SET failed: EXPRESSION"; Suspended
+//     instead when that rule's whenFalse is Suspended;
 //   - Error when a rule cannot be evaluated (an error such as a missing key,
 //     the cost limit exceeded, ctx done, or a result that is not a bool) and
 //     no rule returns false, with the first such failure as the message.
@@ -85,7 +91,11 @@ func Evaluate(ctx context.Context, rules []*CompiledRule, obj map[string]any) Ve
 			continue
 		}
 		if !pass {
-			return Verdict{Result: ResultFail, Message: rule.message(ctx, act), Rule: rule}
+			result := ResultFail
+			if rule.Rule.WhenFalse == convoyv1alpha1.FailSuspended {
+				result = ResultSuspended
+			}
+			return Verdict{Result: result, Message: rule.message(ctx, act), Rule: rule}
 		}
 	}
 	if firstError != nil {
@@ -128,4 +138,20 @@ func (r *CompiledRule) message(ctx context.Context, act *activation) string {
 // spaces.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// State is the state the verdict gives a resource assessed once, with no
+// deadline and nothing before it (kubectl convoy rules test): Healthy,
+// Progressing, Suspended or Unknown. The health loop uses Assess, which
+// also keeps the deadline.
+func (v Verdict) State() convoyv1alpha1.HealthState {
+	switch v.Result {
+	case ResultPass:
+		return convoyv1alpha1.HealthHealthy
+	case ResultFail:
+		return convoyv1alpha1.HealthProgressing
+	case ResultSuspended:
+		return convoyv1alpha1.HealthSuspended
+	}
+	return convoyv1alpha1.HealthUnknown
 }

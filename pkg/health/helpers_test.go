@@ -38,7 +38,7 @@ func loadDefaults(t testing.TB) (files []string, sets []*convoyv1alpha1.GlobalHe
 	entries, err := os.ReadDir(defaultRulesDir)
 	require.NoError(t, err)
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
 			continue
 		}
 		files = append(files, e.Name())
@@ -104,6 +104,11 @@ func rulesFor(t testing.TB, rules *Rules, obj map[string]any) []*CompiledRule {
 	t.Helper()
 	gvk := gvkOf(obj)
 	mapping, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		// A custom resource: its plural as the projects covered name it.
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		return rules.For(gvk.GroupVersion().String(), plural.Resource)
+	}
 	require.NoError(t, err)
 	return rules.For(gvk.GroupVersion().String(), mapping.Resource.Resource)
 }

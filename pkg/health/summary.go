@@ -18,6 +18,10 @@ const (
 	ReasonProgressing = "Progressing"
 	// ReasonUnknown: the worst resource is Unknown (status Unknown).
 	ReasonUnknown = "Unknown"
+	// ReasonSuspended: the worst resource is Suspended: its controller
+	// stopped on purpose (status False: the Release is not healthy, but
+	// nothing failed).
+	ReasonSuspended = "Suspended"
 	// ReasonDegraded: a resource is Degraded (status False).
 	ReasonDegraded = "Degraded"
 	// ReasonNotConfigured: the Release has no spec.healthAssessment (status
@@ -32,9 +36,9 @@ const (
 	ReasonCannotAssess = "CannotAssess"
 )
 
-// Summarize counts the states: total, healthy, progressing, degraded and
-// unknown. An entry without a state (never assessed) counts as unknown.
-// Suspended is never set.
+// Summarize counts the states: total, healthy, suspended, progressing,
+// degraded and unknown. An entry without a state (never assessed) counts as
+// unknown.
 func Summarize(states []convoyv1alpha1.InventoryEntryStatus) convoyv1alpha1.HealthSummary {
 	var s convoyv1alpha1.HealthSummary
 	for _, st := range states {
@@ -42,6 +46,8 @@ func Summarize(states []convoyv1alpha1.InventoryEntryStatus) convoyv1alpha1.Heal
 		switch st.State {
 		case convoyv1alpha1.HealthHealthy:
 			s.Healthy++
+		case convoyv1alpha1.HealthSuspended:
+			s.Suspended++
 		case convoyv1alpha1.HealthProgressing:
 			s.Progressing++
 		case convoyv1alpha1.HealthDegraded:
@@ -53,31 +59,33 @@ func Summarize(states []convoyv1alpha1.InventoryEntryStatus) convoyv1alpha1.Heal
 	return s
 }
 
-// severity orders the states: Healthy < Progressing < Unknown < Degraded.
-// A state that is none of them ranks as Unknown.
+// severity orders the states: Healthy < Suspended < Progressing < Unknown <
+// Degraded. A state that is none of them ranks as Unknown.
 func severity(state convoyv1alpha1.HealthState) int {
 	switch state {
 	case convoyv1alpha1.HealthHealthy:
 		return 0
-	case convoyv1alpha1.HealthProgressing:
+	case convoyv1alpha1.HealthSuspended:
 		return 1
-	case convoyv1alpha1.HealthDegraded:
-		return 3
-	default:
+	case convoyv1alpha1.HealthProgressing:
 		return 2
+	case convoyv1alpha1.HealthDegraded:
+		return 4
+	default:
+		return 3
 	}
 }
 
-// normalize maps a state that is none of the four to Unknown.
+// normalize maps a state that is none of the five to Unknown.
 func normalize(state convoyv1alpha1.HealthState) convoyv1alpha1.HealthState {
 	switch state {
-	case convoyv1alpha1.HealthHealthy, convoyv1alpha1.HealthProgressing, convoyv1alpha1.HealthDegraded:
+	case convoyv1alpha1.HealthHealthy, convoyv1alpha1.HealthSuspended, convoyv1alpha1.HealthProgressing, convoyv1alpha1.HealthDegraded:
 		return state
 	}
 	return convoyv1alpha1.HealthUnknown
 }
 
-// Worst returns the worst state of states in the order Healthy <
+// Worst returns the worst state of states in the order Healthy < Suspended <
 // Progressing < Unknown < Degraded; Healthy when there is none.
 func Worst(states []convoyv1alpha1.InventoryEntryStatus) convoyv1alpha1.HealthState {
 	worst := convoyv1alpha1.HealthHealthy
@@ -90,12 +98,15 @@ func Worst(states []convoyv1alpha1.InventoryEntryStatus) convoyv1alpha1.HealthSt
 }
 
 // ConditionFor maps the worst state of a Release to the status and reason of
-// its Healthy condition: Healthy → True/Healthy, Progressing →
-// False/Progressing, Unknown → Unknown/Unknown, Degraded → False/Degraded.
+// its Healthy condition: Healthy → True/Healthy, Suspended →
+// False/Suspended, Progressing → False/Progressing, Unknown →
+// Unknown/Unknown, Degraded → False/Degraded.
 func ConditionFor(state convoyv1alpha1.HealthState) (metav1.ConditionStatus, string) {
 	switch normalize(state) {
 	case convoyv1alpha1.HealthHealthy:
 		return metav1.ConditionTrue, ReasonHealthy
+	case convoyv1alpha1.HealthSuspended:
+		return metav1.ConditionFalse, ReasonSuspended
 	case convoyv1alpha1.HealthProgressing:
 		return metav1.ConditionFalse, ReasonProgressing
 	case convoyv1alpha1.HealthDegraded:

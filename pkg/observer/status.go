@@ -110,11 +110,9 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
 	}
 	if s := nextSummary; s != nil {
-		// suspended is never set (the Health page): it is left out of the
-		// apply, so the observer owns no value of it.
 		status.WithHealthSummary(convoyapply.HealthSummary().
 			WithTotal(s.Total).WithHealthy(s.Healthy).WithProgressing(s.Progressing).
-			WithDegraded(s.Degraded).WithUnknown(s.Unknown))
+			WithDegraded(s.Degraded).WithUnknown(s.Unknown).WithSuspended(s.Suspended))
 	}
 	_, err := w.releases.Releases(release.Namespace).ApplyStatus(ctx,
 		convoyapply.Release(release.Name, release.Namespace).WithStatus(status),

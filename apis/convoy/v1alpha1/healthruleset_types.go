@@ -66,7 +66,25 @@ type HealthRule struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	MessageExpression string `json:"messageExpression,omitempty"`
+	// whenFalse is the state of a resource this rule fails first: Progressing
+	// (the default; Degraded once the Release's deadline passes) or Suspended
+	// (the resource's controller stopped on purpose, e.g. a paused rollout:
+	// not Healthy, but no deadline runs and it never turns Degraded).
+	// +optional
+	// +kubebuilder:validation:Enum=Progressing;Suspended
+	WhenFalse FailState `json:"whenFalse,omitempty"`
 }
+
+// FailState is the state of a resource whose first failing rule is this one.
+type FailState string
+
+// States a failing rule gives.
+const (
+	// FailProgressing: Progressing, then Degraded at the Release's deadline.
+	FailProgressing FailState = "Progressing"
+	// FailSuspended: Suspended, for as long as the rule fails.
+	FailSuspended FailState = "Suspended"
+)
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:object:root=true

@@ -129,7 +129,7 @@ type ReleaseInventoryStatus struct {
 }
 
 // HealthState is the health of one resource.
-// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown
+// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown;Suspended
 type HealthState string
 
 // Health states.
@@ -138,6 +138,10 @@ const (
 	HealthProgressing HealthState = "Progressing"
 	HealthDegraded    HealthState = "Degraded"
 	HealthUnknown     HealthState = "Unknown"
+	// HealthSuspended: the resource's controller stopped on purpose before
+	// the resource got what its spec asks (a paused rollout, a suspended
+	// Job): not Healthy, but no deadline runs.
+	HealthSuspended HealthState = "Suspended"
 )
 
 // HookStatus is the progress of a hook workload.

@@ -413,7 +413,8 @@ type HealthSummary struct {
 	Progressing int32 `json:"progressing"`
 	Degraded    int32 `json:"degraded"`
 	Unknown     int32 `json:"unknown"`
-	// suspended is never set today.
+	// suspended counts the resources whose controller stopped on purpose
+	// (a paused rollout, a suspended Job).
 	// +optional
 	Suspended int32 `json:"suspended,omitempty"`
 }

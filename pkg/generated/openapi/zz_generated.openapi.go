@@ -492,6 +492,13 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HealthRule(ref common.Referenc
 							Format:      "",
 						},
 					},
+					"whenFalse": {
+						SchemaProps: spec.SchemaProps{
+							Description: "whenFalse is the state of a resource this rule fails first: Progressing (the default; Degraded once the Release's deadline passes) or Suspended (the resource's controller stopped on purpose, e.g. a paused rollout: not Healthy, but no deadline runs and it never turns Degraded).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 				Required: []string{"apiVersion", "resources", "expression"},
 			},
@@ -666,7 +673,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HealthSummary(ref common.Refer
 					},
 					"suspended": {
 						SchemaProps: spec.SchemaProps{
-							Description: "suspended is never set today.",
+							Description: "suspended counts the resources whose controller stopped on purpose (a paused rollout, a suspended Job).",
 							Type:        []string{"integer"},
 							Format:      "int32",
 						},

@@ -141,6 +141,9 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: associative
+    - name: whenFalse
+      type:
+        scalar: string
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HealthRuleSet
   map:
     fields:

@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+)
+
 // HealthRuleApplyConfiguration represents a declarative configuration of the HealthRule type for use
 // with apply.
 //
@@ -33,6 +37,11 @@ type HealthRuleApplyConfiguration struct {
 	Message *string `json:"message,omitempty"`
 	// messageExpression is CEL returning the message as a string; it wins over message.
 	MessageExpression *string `json:"messageExpression,omitempty"`
+	// whenFalse is the state of a resource this rule fails first: Progressing
+	// (the default; Degraded once the Release's deadline passes) or Suspended
+	// (the resource's controller stopped on purpose, e.g. a paused rollout:
+	// not Healthy, but no deadline runs and it never turns Degraded).
+	WhenFalse *convoyv1alpha1.FailState `json:"whenFalse,omitempty"`
 }
 
 // HealthRuleApplyConfiguration constructs a declarative configuration of the HealthRule type for use with
@@ -80,5 +89,13 @@ func (b *HealthRuleApplyConfiguration) WithMessage(value string) *HealthRuleAppl
 // If called multiple times, the MessageExpression field is set to the value of the last call.
 func (b *HealthRuleApplyConfiguration) WithMessageExpression(value string) *HealthRuleApplyConfiguration {
 	b.MessageExpression = &value
+	return b
+}
+
+// WithWhenFalse sets the WhenFalse field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the WhenFalse field is set to the value of the last call.
+func (b *HealthRuleApplyConfiguration) WithWhenFalse(value convoyv1alpha1.FailState) *HealthRuleApplyConfiguration {
+	b.WhenFalse = &value
 	return b
 }

@@ -28,7 +28,8 @@ type HealthSummaryApplyConfiguration struct {
 	Progressing *int32 `json:"progressing,omitempty"`
 	Degraded    *int32 `json:"degraded,omitempty"`
 	Unknown     *int32 `json:"unknown,omitempty"`
-	// suspended is never set today.
+	// suspended counts the resources whose controller stopped on purpose
+	// (a paused rollout, a suspended Job).
 	Suspended *int32 `json:"suspended,omitempty"`
 }
 
