@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -169,4 +170,97 @@ func BenchmarkPass1000(b *testing.B) {
 	b.Run("compile-every-pass", func(b *testing.B) {
 		run(b, func() *Compiler { return NewCompiler(0) })
 	})
+}
+
+// baselineRulesDir holds the default rule sets before issue 21.
+const baselineRulesDir = "testdata/baseline-rules"
+
+// caseObjects are the objects of every default-rule case: the Go tables
+// and the cases of testdata/rules, built-in kinds and custom resources.
+func caseObjects(t testing.TB) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, cases := range [][]defaultCase{deploymentCases, statefulSetCases, daemonSetCases, replicaSetCases, jobCases,
+		cronJobCases, podCases, pvcCases, serviceCases, crdCases, apiServiceCases} {
+		for _, c := range cases {
+			out = append(out, object(t, c.obj))
+		}
+	}
+	for _, cases := range loadCases(t) {
+		for _, c := range cases {
+			out = append(out, c.Object)
+		}
+	}
+	return out
+}
+
+// kindsInventory1000 is 1,000 inventory entries cycling through the case
+// objects (every kind the default rules cover, in each state), with the
+// Reader that serves them.
+func kindsInventory1000(t testing.TB) (*convoyv1alpha1.ReleaseInventory, *memReader) {
+	inv := &convoyv1alpha1.ReleaseInventory{}
+	reader := newMemReader()
+	objects := caseObjects(t)
+	for i := range 1000 {
+		obj := objects[i%len(objects)]
+		gvk := gvkOf(obj)
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		if m, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			plural = m.Resource
+		}
+		reader.resources[gvk] = plural.Resource
+		key := convoyv1alpha1.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: "shop", Name: fmt.Sprintf("obj-%04d", i)}
+		inv.Spec.Entries = append(inv.Spec.Entries, convoyv1alpha1.InventoryEntry{ObjectKey: key, Version: gvk.Version, RenderRef: renderA})
+		reader.objects[key] = obj
+	}
+	return inv, reader
+}
+
+// BenchmarkPassRuleSets compares, in one run, a health pass over 1,000
+// entries with today's default rule sets ("now", every file of
+// artifacts/rules) and with the sets before issue 21 ("before", five sets
+// for the built-in workloads), on two inventories: "workloads" is the mix
+// of BenchmarkPass1000 (Deployments, Services, ConfigMaps), which both
+// cover; "kinds" cycles through every kind the default rules now cover
+// (HPAs, Ingresses, CronJobs and the custom resources, which the sets
+// before did not read: no rule applied). reads/pass counts the objects the
+// pass reads: each one is a GET on the cluster (or a cache hit).
+func BenchmarkPassRuleSets(b *testing.B) {
+	ctx := context.Background()
+	release := &convoyv1alpha1.Release{Spec: convoyv1alpha1.ReleaseSpec{HealthAssessment: &convoyv1alpha1.HealthAssessment{
+		Deadline: &metav1.Duration{Duration: time.Minute}}}}
+	for _, inventory := range []struct {
+		name string
+		make func() (*convoyv1alpha1.ReleaseInventory, *memReader)
+	}{
+		{"workloads", inventory1000},
+		{"kinds", func() (*convoyv1alpha1.ReleaseInventory, *memReader) { return kindsInventory1000(b) }},
+	} {
+		for _, sets := range []struct{ name, dir string }{{"before", baselineRulesDir}, {"now", defaultRulesDir}} {
+			b.Run(inventory.name+"/"+sets.name, func(b *testing.B) {
+				inv, reader := inventory.make()
+				rules, err := NewCompiler(0).Compile(selectionOf(b, sets.dir))
+				if err != nil {
+					b.Fatal(err)
+				}
+				first := Pass(ctx, Input{Release: release, Inventory: inv, Rules: rules, Reader: reader, Now: t0})
+				if first.Summary == nil || first.Summary.Total != 1000 || first.Summary.Unknown != 0 {
+					b.Fatalf("unexpected outcome %+v: %s", first.Summary, first.Condition.Message)
+				}
+				inv.Status.Entries = first.Entries
+				reads := len(reader.reads)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					reader.reads = reader.reads[:0]
+					out := Pass(ctx, Input{Release: release, Inventory: inv, Rules: rules, Reader: reader, Now: at(10 * time.Second)})
+					if *out.Summary != *first.Summary {
+						b.Fatalf("summary %+v, first pass %+v", out.Summary, first.Summary)
+					}
+				}
+				b.ReportMetric(float64(b.N*len(inv.Spec.Entries))/b.Elapsed().Seconds(), "entries/s")
+				b.ReportMetric(float64(reads), "reads/pass")
+			})
+		}
+	}
 }

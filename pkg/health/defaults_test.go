@@ -24,6 +24,38 @@ type defaultCase struct {
 }
 
 var deploymentCases = []defaultCase{
+	// Paused after its rollout finished: nothing is held, Healthy.
+	{name: "paused after the rollout", want: ResultPass, obj: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop, generation: 6}
+spec: {replicas: 3, paused: true}
+status:
+  observedGeneration: 6
+  replicas: 3
+  updatedReplicas: 3
+  readyReplicas: 3
+  availableReplicas: 3
+  conditions:
+  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
+  - {type: Progressing, status: "Unknown", reason: DeploymentPaused, message: Deployment is paused}
+`},
+	// metadata.generation absent (a copy that dropped it): the generation
+	// rule cannot compare and lets the other rules judge.
+	{name: "no metadata.generation, rolled out", want: ResultPass, obj: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec: {replicas: 2}
+status: {observedGeneration: 3, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2}
+`},
+	{name: "no metadata.generation, not rolled out", want: ResultFail, message: "0 of 2 replicas available", obj: `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec: {replicas: 2}
+status: {observedGeneration: 3, replicas: 2, updatedReplicas: 2}
+`},
 	{name: "healthy", want: ResultPass, obj: `
 apiVersion: apps/v1
 kind: Deployment
@@ -110,7 +142,9 @@ status:
   conditions:
   - {type: Progressing, status: "True", reason: ReplicaSetUpdated}
 `},
-	{name: "rollout paused", want: ResultFail, message: "0 of 3 replicas updated (the rollout is paused)", obj: `
+	// kubectl rollout pause during a rollout: the Deployment controller keeps
+	// the old ReplicaSet and sets Progressing Unknown/DeploymentPaused.
+	{name: "rollout paused", want: ResultSuspended, message: "the rollout is paused (spec.paused): 0 of 3 replicas updated, 3 available", obj: `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: shop, generation: 5}
@@ -205,6 +239,19 @@ status: {observedGeneration: 3, replicas: 3, readyReplicas: 3, updatedReplicas: 
 }
 
 var daemonSetCases = []defaultCase{
+	{name: "no metadata.generation", want: ResultPass, obj: `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: monitoring}
+spec: {}
+status: {observedGeneration: 2, desiredNumberScheduled: 2, currentNumberScheduled: 2, updatedNumberScheduled: 2, numberReady: 2, numberAvailable: 2, numberMisscheduled: 0}
+`},
+	{name: "no metadata.generation, no status", want: ResultFail, message: "no status yet: waiting for the DaemonSet controller", obj: `
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: monitoring}
+spec: {}
+`},
 	{name: "healthy", want: ResultPass, obj: `
 apiVersion: apps/v1
 kind: DaemonSet
@@ -312,6 +359,19 @@ status: {observedGeneration: 2, replicas: 3, readyReplicas: 3, availableReplicas
 }
 
 var jobCases = []defaultCase{
+	// Suspended after it completed: Healthy.
+	{name: "suspended after completion", want: ResultPass, obj: `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: shop, generation: 2}
+spec: {completions: 1, parallelism: 1, suspend: true}
+status:
+  succeeded: 1
+  completionTime: "2026-08-01T10:01:00Z"
+  conditions:
+  - {type: SuccessCriteriaMet, status: "True", reason: CompletionsReached}
+  - {type: Complete, status: "True", reason: CompletionsReached}
+`},
 	{name: "complete", want: ResultPass, obj: `
 apiVersion: batch/v1
 kind: Job
@@ -331,7 +391,9 @@ kind: Job
 metadata: {name: migrate, namespace: shop, generation: 1}
 spec: {completions: 1, parallelism: 1}
 `},
-	{name: "suspended", want: ResultFail, message: "Job is suspended", obj: `
+	// A suspended Job as the Job controller writes it (kube-controller-manager
+	// v1.37: condition Suspended, reason JobSuspended).
+	{name: "suspended", want: ResultSuspended, message: "Job is suspended (spec.suspend): 0 of 1 succeeded", obj: `
 apiVersion: batch/v1
 kind: Job
 metadata: {name: migrate, namespace: shop, generation: 1}
@@ -387,6 +449,46 @@ status:
 }
 
 var podCases = []defaultCase{
+	// kubectl delete pod with a grace period: the kubelet has not stopped
+	// the containers yet, the Pod is still Running and Ready.
+	{name: "being deleted", want: ResultFail, message: "Pod is being deleted (since 2026-08-01T10:05:00Z)", obj: `
+apiVersion: v1
+kind: Pod
+metadata: {name: web-7d9c-x2v, namespace: shop, deletionTimestamp: "2026-08-01T10:05:00Z", deletionGracePeriodSeconds: 30}
+spec: {containers: [{name: app, image: shop:2}]}
+status:
+  phase: Running
+  conditions:
+  - {type: Ready, status: "True"}
+  containerStatuses:
+  - {name: app, ready: true, restartCount: 0, started: true, state: {running: {startedAt: "2026-08-01T10:00:00Z"}}}
+`},
+	// restartPolicy Never or OnFailure: the Pod runs to completion, and is
+	// Progressing while it runs, even ready.
+	{name: "run to completion, running", want: ResultFail, message: "Pod runs to completion (restartPolicy Never) and is Running", obj: `
+apiVersion: v1
+kind: Pod
+metadata: {name: migrate, namespace: shop}
+spec: {restartPolicy: Never, containers: [{name: migrate, image: shop:2}]}
+status:
+  phase: Running
+  conditions:
+  - {type: Ready, status: "True"}
+  containerStatuses:
+  - {name: migrate, ready: true, restartCount: 0, started: true, state: {running: {startedAt: "2026-08-01T10:00:00Z"}}}
+`},
+	{name: "run to completion, succeeded", want: ResultPass, obj: `
+apiVersion: v1
+kind: Pod
+metadata: {name: seed, namespace: shop}
+spec: {restartPolicy: OnFailure, containers: [{name: seed, image: shop:2}]}
+status:
+  phase: Succeeded
+  conditions:
+  - {type: Ready, status: "False", reason: PodCompleted}
+  containerStatuses:
+  - {name: seed, ready: false, restartCount: 1, state: {terminated: {exitCode: 0, reason: Completed}}}
+`},
 	{name: "running and ready", want: ResultPass, obj: `
 apiVersion: v1
 kind: Pod
@@ -535,6 +637,14 @@ spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 }
 
 var serviceCases = []defaultCase{
+	// An entry with ports but neither ip nor hostname.
+	{name: "LoadBalancer entry without an address", want: ResultFail, message: "the load balancer entry of the Service has neither an ip nor a hostname", obj: `
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {type: LoadBalancer, ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ports: [{port: 80, protocol: TCP}]}]}}
+`},
 	{name: "ClusterIP", want: ResultPass, obj: `
 apiVersion: v1
 kind: Service
@@ -587,6 +697,58 @@ apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: shop}
 spec: {type: LoadBalancer, ports: [{port: 443}]}
+`},
+}
+
+// CronJob objects as the CronJob controller writes them
+// (kube-controller-manager v1.37: lastScheduleTime when it creates a Job,
+// lastSuccessfulTime when one completes, active while one runs).
+var cronJobCases = []defaultCase{
+	{name: "never scheduled", want: ResultPass, obj: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop, generation: 1}
+spec: {schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: r, image: shop:2}]}}}}}
+status: {}
+`},
+	{name: "last run succeeded", want: ResultPass, obj: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop, generation: 1}
+spec: {schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: r, image: shop:2}]}}}}}
+status: {lastScheduleTime: "2026-08-02T03:00:00Z", lastSuccessfulTime: "2026-08-02T03:00:41Z"}
+`},
+	{name: "running after a failure", want: ResultPass, obj: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop, generation: 1}
+spec: {schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: r, image: shop:2}]}}}}}
+status:
+  lastScheduleTime: "2026-08-03T03:00:00Z"
+  lastSuccessfulTime: "2026-08-01T03:00:41Z"
+  active: [{apiVersion: batch/v1, kind: Job, name: report-29230380, namespace: shop, uid: 5b0c2a7e-0c1e-4c57-9d55-4f3f1e0b7a11}]
+`},
+	// Suspended on purpose: Healthy (see batch.yaml).
+	{name: "suspended after a failure", want: ResultPass, obj: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop, generation: 2}
+spec: {suspend: true, schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: r, image: shop:2}]}}}}}
+status: {lastScheduleTime: "2026-08-03T03:00:00Z", lastSuccessfulTime: "2026-08-01T03:00:41Z"}
+`},
+	{name: "last run failed", want: ResultFail, message: "the last run of the CronJob, scheduled at 2026-08-03T03:00:00Z, did not succeed (last success at 2026-08-01T03:00:41Z)", obj: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop, generation: 1}
+spec: {schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: r, image: shop:2}]}}}}}
+status: {lastScheduleTime: "2026-08-03T03:00:00Z", lastSuccessfulTime: "2026-08-01T03:00:41Z"}
+`},
+	{name: "first run failed", want: ResultFail, message: "the last run of the CronJob, scheduled at 2026-08-03T03:00:00Z, did not succeed (no run has succeeded yet)", obj: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: report, namespace: shop, generation: 1}
+spec: {schedule: "0 3 * * *", jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: r, image: shop:2}]}}}}}
+status: {lastScheduleTime: "2026-08-03T03:00:00Z"}
 `},
 }
 
@@ -737,6 +899,7 @@ func TestDefaultRules(t *testing.T) {
 		"DaemonSet":                daemonSetCases,
 		"ReplicaSet":               replicaSetCases,
 		"Job":                      jobCases,
+		"CronJob":                  cronJobCases,
 		"Pod":                      podCases,
 		"PersistentVolumeClaim":    pvcCases,
 		"Service":                  serviceCases,

@@ -35,7 +35,13 @@ func object(t testing.TB, s string) map[string]any {
 // generation, as the API server would give them.
 func loadDefaults(t testing.TB) (files []string, sets []*convoyv1alpha1.GlobalHealthRuleSet) {
 	t.Helper()
-	entries, err := os.ReadDir(defaultRulesDir)
+	return loadRuleSetDir(t, defaultRulesDir)
+}
+
+// loadRuleSetDir is loadDefaults for the GlobalHealthRuleSets of dir.
+func loadRuleSetDir(t testing.TB, dir string) (files []string, sets []*convoyv1alpha1.GlobalHealthRuleSet) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range entries {
 		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
@@ -46,7 +52,7 @@ func loadDefaults(t testing.TB) (files []string, sets []*convoyv1alpha1.GlobalHe
 	sort.Strings(files)
 	require.NotEmpty(t, files)
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(defaultRulesDir, f))
+		data, err := os.ReadFile(filepath.Join(dir, f))
 		require.NoError(t, err)
 		var set convoyv1alpha1.GlobalHealthRuleSet
 		require.NoError(t, yaml.UnmarshalStrict(data, &set), f)
@@ -61,7 +67,13 @@ func loadDefaults(t testing.TB) (files []string, sets []*convoyv1alpha1.GlobalHe
 // gets.
 func defaultSelection(t testing.TB) []RuleSet {
 	t.Helper()
-	_, globals := loadDefaults(t)
+	return selectionOf(t, defaultRulesDir)
+}
+
+// selectionOf is defaultSelection for the rule sets of dir.
+func selectionOf(t testing.TB, dir string) []RuleSet {
+	t.Helper()
+	_, globals := loadRuleSetDir(t, dir)
 	sets, err := Select(&convoyv1alpha1.HealthAssessment{
 		GlobalRuleSetSelector: &convoyv1alpha1.LabelSelector{MatchLabels: map[string]string{"convoy.kumodo.io/default": "true"}},
 	}, globals, nil)
@@ -79,6 +91,7 @@ func builtinMapper() meta.RESTMapper {
 		{Group: "apps", Version: "v1", Kind: "DaemonSet"},
 		{Group: "apps", Version: "v1", Kind: "ReplicaSet"},
 		{Group: "batch", Version: "v1", Kind: "Job"},
+		{Group: "batch", Version: "v1", Kind: "CronJob"},
 		{Version: "v1", Kind: "Pod"},
 		{Version: "v1", Kind: "PersistentVolumeClaim"},
 		{Version: "v1", Kind: "Service"},

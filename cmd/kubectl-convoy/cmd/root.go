@@ -78,7 +78,7 @@ Install the binary kubectl-convoy on your PATH and call it as "kubectl convoy".`
 		newSyncCommand(o),
 		newWaitCommand(o),
 	)
-	root.AddCommand(release, newVersionCommand(o))
+	root.AddCommand(release, newRulesCommand(o), newVersionCommand(o))
 	return root
 }
 
