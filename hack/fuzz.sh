@@ -17,6 +17,7 @@ targets=(
   ./pkg/cluster:FuzzKubeconfig ./pkg/cluster:FuzzAddressPolicy ./pkg/compare:FuzzDiff
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
   ./pkg/source:FuzzIndex ./pkg/source:FuzzUnbundle ./pkg/source:FuzzDockerConfig
+  ./pkg/health:FuzzDefaultRules ./cmd/kubectl-convoy/cmd:FuzzReadObjects
 )
 failed=0
 for t in "${targets[@]}"; do

@@ -2,8 +2,12 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -37,12 +41,51 @@ func FuzzCompile(f *testing.F) {
 		v := Evaluate(context.Background(), rules.All(), map[string]any{"spec": map[string]any{"replicas": int64(2), "items": []any{int64(1), "a"}}, "data": map[string]any{"k": "v"}})
 		switch v.Result {
 		case ResultPass:
-		case ResultFail, ResultError:
+		case ResultFail, ResultSuspended, ResultError:
 			if v.Message == "" || v.Rule == nil {
 				t.Fatalf("%q: a %s verdict without its message or rule", expression, v.Result)
 			}
 		default:
 			t.Fatalf("no verdict for %q: %+v", expression, v)
+		}
+	})
+}
+
+// FuzzDefaultRules: the default rules, on any object of a kind they cover
+// (the cases' objects, mutated), give a verdict with a message and never
+// panic; a field of an unexpected type makes a rule Unknown, not the pass.
+func FuzzDefaultRules(f *testing.F) {
+	rules, err := NewCompiler(0).Compile(defaultSelection(f))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, obj := range caseObjects(f) {
+		data, err := json.Marshal(obj)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var obj map[string]any
+		if utiljson.Unmarshal(data, &obj) != nil || obj == nil {
+			return
+		}
+		gvk := gvkOf(obj)
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		applying := rules.For(gvk.GroupVersion().String(), plural.Resource)
+		if m, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+			applying = rules.For(gvk.GroupVersion().String(), m.Resource.Resource)
+		}
+		v := Evaluate(context.Background(), applying, obj)
+		switch v.Result {
+		case ResultPass:
+		case ResultFail, ResultSuspended, ResultError:
+			if v.Message == "" || v.Rule == nil {
+				t.Fatalf("a %s verdict without its message or rule on %s", v.Result, data)
+			}
+		default:
+			t.Fatalf("no verdict on %s: %+v", data, v)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +153,116 @@ func TestHealthSuspendedPausedDeployment(t *testing.T) {
 	require.NotNil(t, e.FirstUnhealthy)
 	assert.False(t, e.FirstUnhealthy.Time.Before(resumed.Truncate(time.Second)), "the deadline starts when it is resumed: %s", e.FirstUnhealthy)
 	waitHealthy(t, ns, "web", metav1.ConditionFalse, "Degraded")
+}
+
+// certificateCRD is a small CustomResourceDefinition of cert-manager's
+// Certificate: the kind and version cert-manager serves, its status as a
+// subresource, its fields unchecked.
+const certificateCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: certificates.cert-manager.io}
+spec:
+  group: cert-manager.io
+  names: {kind: Certificate, listKind: CertificateList, plural: certificates, singular: certificate}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`
+
+const certificateManifest = `apiVersion: cert-manager.io/v1
+kind: Certificate
+metadata: {name: web-tls}
+spec:
+  secretName: web-tls
+  dnsNames: [shop.example]
+  issuerRef: {name: letsencrypt, kind: ClusterIssuer}
+`
+
+// setCertificateStatus writes the status of Certificate web-tls as
+// cert-manager would.
+func setCertificateStatus(t *testing.T, namespace, status string) {
+	t.Helper()
+	mustKubectl(t, "", "", "patch", "certificates.cert-manager.io", "web-tls", "-n", namespace,
+		"--subresource=status", "--type=merge", "-p", status)
+}
+
+// TestHealthRulesCustomResource: a Release whose inventory holds a custom
+// resource of an installed CRD (cert-manager's Certificate) follows the
+// status its controller writes, from Progressing to Healthy, with the
+// default rules; kubectl convoy rules test --release evaluates the same
+// rules on a saved object.
+func TestHealthRulesCustomResource(t *testing.T) {
+	mustKubectl(t, "", certificateCRD, "apply", "-f", "-")
+	t.Cleanup(func() { kubectl(t, "", "", "delete", "crd", "certificates.cert-manager.io", "--wait=false") })
+	mustKubectl(t, "", "", "wait", "--for=condition=Established", "crd/certificates.cert-manager.io", "--timeout=60s")
+
+	ns := newNamespace(t)
+	newDriftRelease(t, ns, "certs", map[string]string{"certificate.yaml": certificateManifest}, assessed(0))
+	newStandIn(t).apply(ns, "certs")
+
+	waitEntry := func(state convoyv1alpha1.HealthState, message string) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("Certificate %s: %s", state, message), func(ctx context.Context) error {
+			e, err := findEntryStatus(t, ns, "certs", "Certificate", "web-tls")
+			if err != nil {
+				return err
+			}
+			if e.State != state || e.Message != message {
+				return fmt.Errorf("%s: %s", e.State, e.Message)
+			}
+			return nil
+		})
+	}
+	// No status yet: cert-manager has not looked at it.
+	waitEntry(convoyv1alpha1.HealthProgressing, "waiting for cert-manager to assess the certificate (no Ready condition yet)")
+	r := waitHealthy(t, ns, "certs", metav1.ConditionFalse, "Progressing")
+	assert.Contains(t, meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionHealthy).Message, "Certificate.cert-manager.io "+ns+"/web-tls is Progressing")
+
+	// Issuing: the readiness controller says the Secret does not exist yet.
+	setCertificateStatus(t, ns, `{"status":{"conditions":[
+{"type":"Ready","status":"False","reason":"DoesNotExist","message":"Issuing certificate as Secret does not exist","observedGeneration":1,"lastTransitionTime":"2026-12-02T03:00:00Z"},
+{"type":"Issuing","status":"True","reason":"DoesNotExist","message":"Issuing certificate as Secret does not exist","observedGeneration":1,"lastTransitionTime":"2026-12-02T03:00:00Z"}]}}`)
+	eventually(t, "Certificate issuing", func(ctx context.Context) error {
+		e, err := findEntryStatus(t, ns, "certs", "Certificate", "web-tls")
+		if err != nil {
+			return err
+		}
+		if e.State != convoyv1alpha1.HealthProgressing || !strings.Contains(e.Message, "Issuing certificate as Secret does not exist") {
+			return fmt.Errorf("%s: %s", e.State, e.Message)
+		}
+		return nil
+	})
+
+	// Issued.
+	setCertificateStatus(t, ns, `{"status":{"notAfter":"2027-03-02T03:00:00Z","notBefore":"2026-12-02T03:00:00Z","renewalTime":"2027-01-31T03:00:00Z","revision":1,"conditions":[
+{"type":"Ready","status":"True","reason":"Ready","message":"Certificate is up to date and has not expired","observedGeneration":1,"lastTransitionTime":"2026-12-02T03:00:05Z"}]}}`)
+	waitEntry(convoyv1alpha1.HealthHealthy, "")
+	r = waitHealthy(t, ns, "certs", metav1.ConditionTrue, "Healthy")
+	assert.Equal(t, &convoyv1alpha1.HealthSummary{Total: 1, Healthy: 1}, r.Status.HealthSummary)
+
+	// The rules the Release selects, offline on saved objects: the live one
+	// (Healthy, exit 0) and the one with no status (exit 1).
+	dir := t.TempDir()
+	live := filepath.Join(dir, "live.yaml")
+	require.NoError(t, os.WriteFile(live, []byte(mustKubectl(t, "", "", "get", "certificates.cert-manager.io", "web-tls", "-n", ns, "-o", "yaml")), 0o600))
+	fresh := filepath.Join(dir, "fresh.yaml")
+	require.NoError(t, os.WriteFile(fresh, []byte(certificateManifest), 0o600))
+	out := kubectlConvoy(t, "", "rules", "test", "--release", "certs", "-n", ns, "-f", live)
+	assert.Equal(t, 0, out.code, out.String())
+	assert.Contains(t, out.stdout, "Certificate.cert-manager.io")
+	out = kubectlConvoy(t, "", "rules", "test", "--release", "certs", "-n", ns, "-f", live, "-f", fresh)
+	assert.Equal(t, 1, out.code, out.String())
+	assert.Contains(t, out.stdout, "rule 0 of GlobalHealthRuleSet convoy-default-cert-manager")
+	// A Release without health assessment has no rules to test.
+	newDriftRelease(t, ns, "plain", map[string]string{"certificate.yaml": certificateManifest})
+	out = kubectlConvoy(t, "", "rules", "test", "--release", "plain", "-n", ns, "-f", fresh)
+	assert.Equal(t, 2, out.code, out.String())
+	assert.Contains(t, out.stderr, "has no spec.healthAssessment")
 }

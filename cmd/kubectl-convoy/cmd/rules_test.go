@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -139,4 +140,24 @@ func TestRulesTestJSON(t *testing.T) {
 			Rule: "rule 3 of GlobalHealthRuleSet convoy-default-apps", Message: "the rollout is paused (spec.paused): 0 of 3 replicas updated, 3 available"},
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings", State: "Healthy", Message: "no health rule applies"},
 	}, got.Results)
+}
+
+// FuzzReadObjects: any input on stdin gives objects that each have an
+// apiVersion and a kind, or an error; never a panic.
+func FuzzReadObjects(f *testing.F) {
+	for _, seed := range []string{pausedDeployment, pausedDeployment + "---\n" + configMap, "apiVersion: v1\nkind: List\nitems:\n- " + "{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`, "---\n---\n", "kind: [", "apiVersion: v1\nkind: List\nitems: [1]\n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		objs, err := readObjects([]string{"-"}, bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		for _, o := range objs {
+			if o.GetAPIVersion() == "" || o.GetKind() == "" {
+				t.Fatalf("object without apiVersion or kind from %q", data)
+			}
+		}
+	})
 }
