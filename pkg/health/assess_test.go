@@ -52,6 +52,7 @@ var (
 	pass     = Verdict{Result: ResultPass}
 	noRule   = Verdict{Result: ResultPass, Message: MessageNoRule}
 	fail     = Verdict{Result: ResultFail, Message: "1 of 3 replicas available"}
+	paused   = Verdict{Result: ResultSuspended, Message: "the rollout is paused (spec.paused)"}
 	evalErr  = Verdict{Result: ResultError, Message: "rule 0 of GlobalHealthRuleSet x cannot be evaluated: no such key: status"}
 	notFound = apierrors.NewNotFound(schema.GroupResource{Group: "apps", Resource: "deployments"}, "web")
 )
@@ -62,6 +63,7 @@ func TestAssess(t *testing.T) {
 		progressing = convoyv1alpha1.HealthProgressing
 		degraded    = convoyv1alpha1.HealthDegraded
 		unknown     = convoyv1alpha1.HealthUnknown
+		suspended   = convoyv1alpha1.HealthSuspended
 	)
 	minute := dur(time.Minute)
 	tests := []struct {
@@ -95,6 +97,19 @@ func TestAssess(t *testing.T) {
 		{name: "a read error wins over the verdict", entry: entry(renderA), verdict: pass, readErr: notFound,
 			prev: status(progressing, "x", mt(0), mt(0), renderA), deadline: minute, now: at(30 * time.Second),
 			want: status(unknown, "cannot read the object: it is not on the cluster", mt(0), mt(30*time.Second), renderA)},
+
+		// Suspended: no deadline runs.
+		{name: "a Suspended rule returns false: Suspended, no firstUnhealthy", entry: entry(renderA), verdict: paused, deadline: minute, now: at(0),
+			want: status(suspended, "the rollout is paused (spec.paused)", nil, mt(0), renderA)},
+		{name: "Suspended past the deadline: still Suspended", entry: entry(renderA), verdict: paused, deadline: minute,
+			prev: status(suspended, "the rollout is paused (spec.paused)", nil, mt(0), renderA), now: at(time.Hour),
+			want: status(suspended, "the rollout is paused (spec.paused)", nil, mt(0), renderA)},
+		{name: "paused while Degraded: Suspended, firstUnhealthy cleared", entry: entry(renderA), verdict: paused, deadline: minute,
+			prev: status(degraded, "1 of 3 replicas available", mt(0), mt(time.Minute), renderA), now: at(2 * time.Minute),
+			want: status(suspended, "the rollout is paused (spec.paused)", nil, mt(2*time.Minute), renderA)},
+		{name: "resumed and failing: the deadline starts now", entry: entry(renderA), verdict: fail, deadline: minute,
+			prev: status(suspended, "the rollout is paused (spec.paused)", nil, mt(0), renderA), now: at(time.Hour),
+			want: status(progressing, "1 of 3 replicas available", mt(time.Hour), mt(time.Hour), renderA)},
 
 		// Progressing and Degraded.
 		{name: "failing before the deadline: Progressing, firstUnhealthy kept", entry: entry(renderA), verdict: fail, deadline: minute,

@@ -47,6 +47,17 @@ status: {observedGeneration: 4, availableReplicas: 1}
 				msg(rule("object.status.availableReplicas >= object.spec.replicas"), "", "string(object.status.availableReplicas) + ' of ' + string(object.spec.replicas) + ' replicas available'"),
 				msg(rule("false"), "second failure", ""),
 			}},
+		{name: "the first failing rule says Suspended", want: ResultSuspended, rule: 1, message: "paused",
+			rules: []convoyv1alpha1.HealthRule{
+				rule("true"),
+				suspends(msg(rule("object.status.availableReplicas >= 3"), "paused", "")),
+				msg(rule("false"), "second failure", ""),
+			}},
+		{name: "a failing rule before a Suspended one wins", want: ResultFail, rule: 0, message: "first failure",
+			rules: []convoyv1alpha1.HealthRule{
+				msg(rule("false"), "first failure", ""),
+				suspends(msg(rule("false"), "paused", "")),
+			}},
 		{name: "message", want: ResultFail, rule: 0, message: "not enough replicas",
 			rules: []convoyv1alpha1.HealthRule{msg(rule("object.status.availableReplicas >= 3"), "not enough replicas", "")}},
 		{name: "messageExpression wins over message", want: ResultFail, rule: 0, message: "only 1",
@@ -158,4 +169,19 @@ func TestEvaluateRuleOnAMissingObject(t *testing.T) {
 	v := Evaluate(context.Background(), compiled(t, 0, rule("object.status.ready")), nil)
 	assert.Equal(t, ResultError, v.Result)
 	assert.Contains(t, v.Message, "no such key: status")
+}
+
+// suspends sets whenFalse: Suspended on r.
+func suspends(r convoyv1alpha1.HealthRule) convoyv1alpha1.HealthRule {
+	r.WhenFalse = convoyv1alpha1.FailSuspended
+	return r
+}
+
+func TestVerdictState(t *testing.T) {
+	for result, want := range map[Result]convoyv1alpha1.HealthState{
+		ResultPass: convoyv1alpha1.HealthHealthy, ResultFail: convoyv1alpha1.HealthProgressing,
+		ResultSuspended: convoyv1alpha1.HealthSuspended, ResultError: convoyv1alpha1.HealthUnknown,
+	} {
+		assert.Equal(t, want, Verdict{Result: result}.State(), result)
+	}
 }

@@ -344,7 +344,7 @@ func TestPassCondition(t *testing.T) {
 			assert.Contains(t, out.Condition.Message, tc.wantMessage)
 			assert.Equal(t, tc.wantSummary, out.Summary)
 			if out.Summary != nil {
-				assert.Zero(t, out.Summary.Suspended, "suspended is never set")
+				assert.Zero(t, out.Summary.Suspended, "no rule here says Suspended")
 			}
 			assert.Equal(t, tc.wantWrite, out.WriteEntries, "write status.entries")
 			assert.Equal(t, tc.wantSettled, out.Settled, "settled")

@@ -30,11 +30,13 @@ const (
 	hP = convoyv1alpha1.HealthProgressing
 	hD = convoyv1alpha1.HealthDegraded
 	hU = convoyv1alpha1.HealthUnknown
+	hS = convoyv1alpha1.HealthSuspended
 )
 
 func TestSummarize(t *testing.T) {
 	assert.Equal(t, convoyv1alpha1.HealthSummary{}, Summarize(nil))
 	assert.Equal(t, convoyv1alpha1.HealthSummary{Total: 3, Healthy: 2, Progressing: 1}, Summarize(states(hH, hP, hH)))
+	assert.Equal(t, convoyv1alpha1.HealthSummary{Total: 3, Healthy: 1, Suspended: 2}, Summarize(states(hS, hH, hS)))
 	assert.Equal(t, convoyv1alpha1.HealthSummary{Total: 6, Healthy: 1, Progressing: 1, Degraded: 2, Unknown: 2},
 		Summarize(states(hD, hH, hU, hP, hD, "")), "an entry never assessed counts as unknown")
 }
@@ -52,6 +54,9 @@ func TestWorst(t *testing.T) {
 		{[]convoyv1alpha1.HealthState{hD, hU, hP}, hD},
 		{[]convoyv1alpha1.HealthState{hP, hD}, hD},
 		{[]convoyv1alpha1.HealthState{hH, ""}, hU},
+		{[]convoyv1alpha1.HealthState{hH, hS}, hS},
+		{[]convoyv1alpha1.HealthState{hS, hP, hH}, hP},
+		{[]convoyv1alpha1.HealthState{hS, hU}, hU},
 	}
 	for _, tc := range tests {
 		assert.Equal(t, tc.want, Worst(states(tc.in...)), "%v", tc.in)
@@ -64,6 +69,7 @@ func TestConditionFor(t *testing.T) {
 		hP: {"False", ReasonProgressing},
 		hU: {"Unknown", ReasonUnknown},
 		hD: {"False", ReasonDegraded},
+		hS: {"False", ReasonSuspended},
 		"": {"Unknown", ReasonUnknown},
 	} {
 		status, reason := ConditionFor(state)
@@ -99,6 +105,14 @@ func TestHealthyCondition(t *testing.T) {
 			web,
 		}, want: metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonDegraded,
 			Message: "0 of 5 resources healthy; CustomResourceDefinition.apiextensions.k8s.io widgets.shop.example is Degraded: CRD is not established yet (and 2 more Degraded)"}},
+		{name: "suspended", states: []convoyv1alpha1.InventoryEntryStatus{
+			st("", "Service", "shop", "web", hH, ""), st("apps", "Deployment", "shop", "web", hS, "the rollout is paused (spec.paused)"),
+		}, want: metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonSuspended,
+			Message: "1 of 2 resources healthy; Deployment.apps shop/web is Suspended: the rollout is paused (spec.paused)"}},
+		{name: "progressing is worse than suspended", states: []convoyv1alpha1.InventoryEntryStatus{
+			st("apps", "Deployment", "shop", "api", hS, "paused"), web,
+		}, want: metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonProgressing,
+			Message: "0 of 2 resources healthy; Deployment.apps shop/web is Progressing: 1 of 3 replicas available"}},
 		{name: "no message", states: []convoyv1alpha1.InventoryEntryStatus{st("", "Service", "shop", "lb", hP, "")},
 			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonProgressing, Message: "0 of 1 resources healthy; Service shop/lb is Progressing"}},
 	}

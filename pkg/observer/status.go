@@ -110,9 +110,16 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
 	}
 	if s := nextSummary; s != nil {
-		status.WithHealthSummary(convoyapply.HealthSummary().
+		summary := convoyapply.HealthSummary().
 			WithTotal(s.Total).WithHealthy(s.Healthy).WithProgressing(s.Progressing).
-			WithDegraded(s.Degraded).WithUnknown(s.Unknown).WithSuspended(s.Suspended))
+			WithDegraded(s.Degraded).WithUnknown(s.Unknown)
+		// suspended is optional: applied only when some resource is
+		// Suspended, so a Release without one has no such field (the apply
+		// that leaves it out removes the observer's earlier value).
+		if s.Suspended > 0 {
+			summary.WithSuspended(s.Suspended)
+		}
+		status.WithHealthSummary(summary)
 	}
 	_, err := w.releases.Releases(release.Namespace).ApplyStatus(ctx,
 		convoyapply.Release(release.Name, release.Namespace).WithStatus(status),

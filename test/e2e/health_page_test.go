@@ -105,8 +105,10 @@ spec:
 	assert.Equal(t, convoyv1alpha1.HealthHealthy, entryStatus(t, ns, "web", "Deployment", "web").State, "no rule applies to it")
 }
 
-// "The suspended field is never set." Not even to 0.
-func TestHealthSummaryNeverSetsSuspended(t *testing.T) {
+// The Health page said "The suspended field is never set"; since the
+// Suspended state it is set only while a resource is Suspended
+// (TestHealthSuspendedPausedDeployment), never to 0.
+func TestHealthSummarySuspendedOnlyWhenSuspended(t *testing.T) {
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "assessed", webManifests("blue", "1.0"), assessed(0))
 	newDriftRelease(t, ns, "plain", webManifests("green", "1.0"))

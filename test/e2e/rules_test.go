@@ -148,7 +148,8 @@ func TestHealthSuspendedPausedDeployment(t *testing.T) {
 	// from now, Degraded a deadline later.
 	resumed := time.Now().Add(-time.Second)
 	mustKubectl(t, "", "", "rollout", "resume", "deployment/web", "-n", ns)
-	waitHealthy(t, ns, "web", metav1.ConditionFalse, "Progressing")
+	r = waitHealthy(t, ns, "web", metav1.ConditionFalse, "Progressing")
+	assert.Equal(t, &convoyv1alpha1.HealthSummary{Total: 1, Progressing: 1}, r.Status.HealthSummary, "suspended is gone")
 	e = entryStatus(t, ns, "web", "Deployment", "web")
 	require.NotNil(t, e.FirstUnhealthy)
 	assert.False(t, e.FirstUnhealthy.Time.Before(resumed.Truncate(time.Second)), "the deadline starts when it is resumed: %s", e.FirstUnhealthy)
