@@ -14,11 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/health"
 )
 
 // reasonDegraded is the reason of a Healthy condition that is False because
-// an object is Degraded (pkg/health, not imported: the plugin stays small).
-const reasonDegraded = "Degraded"
+// an object is Degraded.
+const reasonDegraded = health.ReasonDegraded
 
 // Exit codes of release wait and health --exit-code, for CI pipelines.
 const (
