@@ -261,6 +261,12 @@ func TestHealthRulesCustomResource(t *testing.T) {
 	out = kubectlConvoy(t, "", "rules", "test", "--release", "certs", "-n", ns, "-f", live, "-f", fresh)
 	assert.Equal(t, 1, out.code, out.String())
 	assert.Contains(t, out.stdout, "rule 0 of GlobalHealthRuleSet convoy-default-cert-manager")
+	// A user who may read the namespace's convoy objects but not the
+	// cluster-scoped GlobalHealthRuleSets is told so.
+	grant(t, ns, "cert-reader", rbacPolicy("convoy.kumodo.io", "releases", "get"), rbacPolicy("convoy.kumodo.io", "healthrulesets", "list"))
+	out = kubectlConvoy(t, user(t, "cert-reader"), "rules", "test", "--release", "certs", "-n", ns, "-f", live)
+	assert.Equal(t, 2, out.code, out.String())
+	assert.Contains(t, out.stderr, "selects GlobalHealthRuleSets, which you may not list")
 	// A Release without health assessment has no rules to test.
 	newDriftRelease(t, ns, "plain", map[string]string{"certificate.yaml": certificateManifest})
 	out = kubectlConvoy(t, "", "rules", "test", "--release", "plain", "-n", ns, "-f", fresh)

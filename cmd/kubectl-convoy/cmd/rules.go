@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -230,6 +231,9 @@ func (t *rulesTestOptions) releaseRuleSets(cmd *cobra.Command) ([]health.RuleSet
 	var globals []*convoyv1alpha1.GlobalHealthRuleSet
 	if ha.GlobalRuleSetSelector != nil {
 		list, err := c.ConvoyV1alpha1().GlobalHealthRuleSets().List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(err) {
+			return nil, nil, fmt.Errorf("release %s/%s selects GlobalHealthRuleSets, which you may not list (cluster-scoped: bind convoy-view with a ClusterRoleBinding, or test the default sets offline without --release): %w", namespace, t.release, err)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing GlobalHealthRuleSets: %w", err)
 		}
