@@ -32,8 +32,8 @@ const (
 type Verdict struct {
 	Result Result
 	// Message is, for Fail and Suspended, the message of the first rule
-	// that returned false; for Error, why the first rule that could not be evaluated could
-	// not; for Pass, empty, or "no health rule applies".
+	// that returned false; for Error, why the first rule that could not be
+	// evaluated could not; for Pass, empty, or "no health rule applies".
 	Message string
 	// Rule is the rule the message comes from; nil for Pass.
 	Rule *CompiledRule
