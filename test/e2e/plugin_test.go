@@ -79,8 +79,20 @@ func kubectlConvoy(t *testing.T, kubeconfig string, args ...string) pluginResult
 	return kubectlWithPlugin(t, kubeconfig, append([]string{"convoy"}, args...)...)
 }
 
+// kubectlConvoyStdin is kubectlConvoy as the admin, with stdin.
+func kubectlConvoyStdin(t *testing.T, stdin string, args ...string) pluginResult {
+	t.Helper()
+	return kubectlWithPluginStdin(t, "", stdin, append([]string{"convoy"}, args...)...)
+}
+
 // kubectlWithPlugin runs kubectl args... with the plugin first on PATH.
 func kubectlWithPlugin(t *testing.T, kubeconfig string, args ...string) pluginResult {
+	t.Helper()
+	return kubectlWithPluginStdin(t, kubeconfig, "", args...)
+}
+
+// kubectlWithPluginStdin is kubectlWithPlugin with stdin.
+func kubectlWithPluginStdin(t *testing.T, kubeconfig, stdin string, args ...string) pluginResult {
 	t.Helper()
 	dir := buildPlugin(t)
 	if kubeconfig == "" {
@@ -93,6 +105,7 @@ func kubectlWithPlugin(t *testing.T, kubeconfig string, args ...string) pluginRe
 		"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"),
 	)
 	var out, errOut bytes.Buffer
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	r := pluginResult{stdout: out.String(), stderr: errOut.String()}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
@@ -272,4 +274,118 @@ func TestHealthRulesCustomResource(t *testing.T) {
 	out = kubectlConvoy(t, "", "rules", "test", "--release", "plain", "-n", ns, "-f", fresh)
 	assert.Equal(t, 2, out.code, out.String())
 	assert.Contains(t, out.stderr, "has no spec.healthAssessment")
+}
+
+// liveWorkloads are built-in workloads for the controllers of the e2e
+// control plane (kube-controller-manager, and kwok's Nodes and Pods: Running
+// and Ready at once, Pods of Jobs Succeeded); NODE is the namespace's
+// label value, which the DaemonSet selects.
+const liveWorkloads = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: app, image: registry.example/web:1}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: registry.example/db:1}]}
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      nodeSelector: {e2e.convoy.kumodo.io/namespace: NODE}
+      containers: [{name: agent, image: registry.example/agent:1}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: registry.example/migrate:1}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: none
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: public}
+spec:
+  type: LoadBalancer
+  selector: {app: web}
+  ports: [{port: 80}]
+`
+
+// TestDefaultRulesOnLiveObjects: the default rules on the objects the
+// control plane's controllers write, read with kubectl and piped into
+// kubectl convoy rules test: what settles is Healthy, what no controller
+// here can finish (a PVC of a storage class nobody provisions, a
+// LoadBalancer Service without a load balancer controller) is not, with
+// its message.
+func TestDefaultRulesOnLiveObjects(t *testing.T) {
+	ns := newNamespace(t)
+	startNode(t, ns)
+	mustKubectl(t, "", strings.ReplaceAll(liveWorkloads, "NODE", ns), "apply", "-n", ns, "-f", "-")
+
+	want := map[string]string{
+		"Deployment.apps/web": "Healthy", "StatefulSet.apps/db": "Healthy", "DaemonSet.apps/agent": "Healthy",
+		"Job.batch/migrate": "Healthy", "PersistentVolumeClaim/data": "Progressing", "Service/public": "Progressing",
+	}
+	var last string
+	eventually(t, "the workloads settle", func(ctx context.Context) error {
+		live := mustKubectl(t, "", "", "get", "deployments,statefulsets,daemonsets,jobs,pods,persistentvolumeclaims,services", "-n", ns, "-o", "yaml")
+		out := kubectlConvoyStdin(t, live, "rules", "test", "-f", "-", "-o", "json")
+		last = out.String()
+		if out.code != 1 {
+			return fmt.Errorf("exit %d: %s", out.code, out.stderr)
+		}
+		var got struct{ Results []map[string]string }
+		if err := json.Unmarshal([]byte(out.stdout), &got); err != nil {
+			return err
+		}
+		seen := map[string]string{}
+		for _, r := range got.Results {
+			gv, _ := schema.ParseGroupVersion(r["apiVersion"])
+			key := r["kind"]
+			if gv.Group != "" {
+				key += "." + gv.Group
+			}
+			key += "/" + r["name"]
+			seen[key] = r["state"]
+			if r["kind"] == "Pod" && r["state"] != "Healthy" {
+				return fmt.Errorf("pod %s is %s: %s", r["name"], r["state"], r["message"])
+			}
+		}
+		for k, state := range want {
+			if seen[k] != state {
+				return fmt.Errorf("%s is %q, want %s (%s)", k, seen[k], state, out.stdout)
+			}
+		}
+		return nil
+	})
+	assert.Contains(t, last, "PVC is Pending")
+	assert.Contains(t, last, "waiting for the load balancer to get an external address")
+	dumpObjects(t, ns, "deployments", "statefulsets", "daemonsets", "jobs", "pods")
 }
