@@ -175,17 +175,11 @@ func BenchmarkPass1000(b *testing.B) {
 // baselineRulesDir holds the default rule sets before issue 21.
 const baselineRulesDir = "testdata/baseline-rules"
 
-// caseObjects are the objects of every default-rule case: the Go tables
-// and the cases of testdata/rules, built-in kinds and custom resources.
+// caseObjects are the objects of every default-rule case of testdata/rules,
+// built-in kinds and custom resources.
 func caseObjects(t testing.TB) []map[string]any {
 	t.Helper()
 	var out []map[string]any
-	for _, cases := range [][]defaultCase{deploymentCases, statefulSetCases, daemonSetCases, replicaSetCases, jobCases,
-		cronJobCases, podCases, pvcCases, serviceCases, crdCases, apiServiceCases} {
-		for _, c := range cases {
-			out = append(out, object(t, c.obj))
-		}
-	}
 	for _, cases := range loadCases(t) {
 		for _, c := range cases {
 			out = append(out, c.Object)

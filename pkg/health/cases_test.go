@@ -33,24 +33,14 @@ type ruleCase struct {
 	Object map[string]any `json:"object"`
 }
 
-// legacyCaseFiles are the default sets whose cases are Go tables in
-// defaults_test.go.
-var legacyCaseFiles = map[string]bool{
-	"apiextensions.yaml": true, "apiregistration.yaml": true, "apps.yaml": true,
-	"batch.yaml": true, "core.yaml": true,
-}
-
-// loadCases reads the cases of every default rule set that has a file in
-// casesDir, and fails when a set other than the legacy ones has none.
+// loadCases reads the cases of every default rule set from casesDir, and
+// fails when a set has none.
 func loadCases(t testing.TB) map[string][]ruleCase {
 	t.Helper()
 	files, _ := loadDefaults(t)
 	out := map[string][]ruleCase{}
 	for _, f := range files {
 		data, err := os.ReadFile(filepath.Join(casesDir, f))
-		if os.IsNotExist(err) && legacyCaseFiles[f] {
-			continue
-		}
 		require.NoError(t, err, "every default rule set has its cases in %s/%s", casesDir, f)
 		var cases []ruleCase
 		require.NoError(t, yaml.UnmarshalStrict(data, &cases), f)
