@@ -78,7 +78,7 @@ func TestDefaultRules(t *testing.T) {
 			}
 			seen[r].failed = true
 			if r.messageProgram != nil {
-				out, _, err := r.messageProgram.ContextEval(ctx, &activation{object: obj})
+				out, _, err := r.messageProgram.ContextEval(ctx, &activation{object: withoutNulls(obj)})
 				require.NoError(t, err, "%s: messageExpression", r)
 				require.IsType(t, types.String(""), out, "%s: messageExpression", r)
 				assert.NotEmpty(t, string(out.(types.String)), "%s: messageExpression", r)

@@ -68,11 +68,17 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 //
 // A false wins over an error as in CEL's own a && b: a resource that fails a
 // rule is not healthy whatever the rules that cannot be evaluated would say.
+//
+// A field whose value is null is absent to the rules (withoutNulls): API
+// types that do not omit an empty field write null (a new
+// CustomResourceDefinition's status.conditions, an HPA's
+// status.currentMetrics), and object.?status.?conditions.orValue([]) must
+// give [] there, not a null that no list function takes.
 func Evaluate(ctx context.Context, rules []*CompiledRule, obj map[string]any) Verdict {
 	if len(rules) == 0 {
 		return Verdict{Result: ResultPass, Message: MessageNoRule}
 	}
-	act := &activation{object: obj}
+	act := &activation{object: withoutNulls(obj)}
 	var firstError *Verdict
 	for _, rule := range rules {
 		out, _, err := rule.program.ContextEval(ctx, act)
@@ -154,4 +160,63 @@ func (v Verdict) State() convoyv1alpha1.HealthState {
 		return convoyv1alpha1.HealthSuspended
 	}
 	return convoyv1alpha1.HealthUnknown
+}
+
+// withoutNulls returns obj without the map entries whose value is null, at
+// any depth (list elements are kept as they are). It copies only the maps on
+// the path to a null: an object without one is returned as it is, and obj is
+// never changed.
+func withoutNulls(obj map[string]any) map[string]any {
+	out, _ := dropNulls(obj)
+	return out
+}
+
+// dropNulls is withoutNulls for any value; changed tells whether it copied.
+func dropNulls[T any](v T) (T, bool) {
+	switch x := any(v).(type) {
+	case map[string]any:
+		var copied map[string]any
+		for k, e := range x {
+			if e == nil {
+				if copied == nil {
+					copied = copyMap(x)
+				}
+				delete(copied, k)
+				continue
+			}
+			if next, changed := dropNulls(e); changed {
+				if copied == nil {
+					copied = copyMap(x)
+				}
+				copied[k] = next
+			}
+		}
+		if copied == nil {
+			return v, false
+		}
+		return any(copied).(T), true
+	case []any:
+		var copied []any
+		for i, e := range x {
+			if next, changed := dropNulls(e); changed {
+				if copied == nil {
+					copied = append([]any(nil), x...)
+				}
+				copied[i] = next
+			}
+		}
+		if copied == nil {
+			return v, false
+		}
+		return any(copied).(T), true
+	}
+	return v, false
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -184,4 +185,29 @@ func TestVerdictState(t *testing.T) {
 	} {
 		assert.Equal(t, want, Verdict{Result: result}.State(), result)
 	}
+}
+
+func TestWithoutNulls(t *testing.T) {
+	clean := map[string]any{"a": int64(1), "b": map[string]any{"c": []any{map[string]any{"d": "x"}}}}
+	assert.True(t, reflect.ValueOf(clean).Pointer() == reflect.ValueOf(withoutNulls(clean)).Pointer(), "an object without null is not copied")
+
+	in := map[string]any{
+		"status": map[string]any{"conditions": nil, "acceptedNames": map[string]any{"kind": "", "plural": ""}},
+		"spec":   map[string]any{"items": []any{map[string]any{"a": nil, "b": int64(2)}, nil}},
+		"keep":   "x",
+	}
+	before := fmt.Sprint(in)
+	assert.Equal(t, map[string]any{
+		"status": map[string]any{"acceptedNames": map[string]any{"kind": "", "plural": ""}},
+		"spec":   map[string]any{"items": []any{map[string]any{"b": int64(2)}, nil}},
+		"keep":   "x",
+	}, withoutNulls(in))
+	assert.Equal(t, before, fmt.Sprint(in), "the object is not changed")
+	assert.Nil(t, withoutNulls(nil))
+
+	// A rule sees a null field as absent.
+	rules := compiled(t, 0, msg(rule("object.?status.?conditions.orValue([]).exists(c, c.type == 'Established')"), "not established", ""))
+	v := Evaluate(context.Background(), rules, map[string]any{"status": map[string]any{"conditions": nil}})
+	assert.Equal(t, ResultFail, v.Result, v.Message)
+	assert.Equal(t, "not established", v.Message)
 }
