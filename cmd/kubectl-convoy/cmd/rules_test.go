@@ -99,7 +99,7 @@ func TestRulesTest(t *testing.T) {
 		{name: "default rules, all healthy", args: []string{"-f", healthyFile}, code: 0,
 			stdout: []string{"Deployment.apps   shop        api        Healthy", "ConfigMap         shop        settings   Healthy   -      no health rule applies"}},
 		{name: "default rules, suspended", args: []string{"-f", pausedFile}, code: 1,
-			stdout: []string{"Suspended", "rule 3 of GlobalHealthRuleSet convoy-default-apps", "the rollout is paused (spec.paused): 0 of 3 replicas updated, 3 available"}},
+			stdout: []string{"Suspended", "rule 2 of GlobalHealthRuleSet convoy-default-apps", "the rollout is paused (spec.paused): 0 of 3 replicas updated, 3 available"}},
 		{name: "stdin and a file", stdin: pausedDeployment, args: []string{"-f", "-", "-f", healthyFile}, code: 1,
 			stdout: []string{"web", "api", "settings"}},
 		{name: "a directory of rule sets replaces the defaults", args: []string{"--rules", rulesDir, "-f", pausedFile, "-f", healthyFile}, code: 1,
@@ -137,7 +137,7 @@ func TestRulesTestJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
 	assert.Equal(t, []RuleResult{
 		{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", State: "Suspended",
-			Rule: "rule 3 of GlobalHealthRuleSet convoy-default-apps", Message: "the rollout is paused (spec.paused): 0 of 3 replicas updated, 3 available"},
+			Rule: "rule 2 of GlobalHealthRuleSet convoy-default-apps", Message: "the rollout is paused (spec.paused): 0 of 3 replicas updated, 3 available"},
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings", State: "Healthy", Message: "no health rule applies"},
 	}, got.Results)
 }
