@@ -11,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -50,11 +52,18 @@ func TestDriftExplained(t *testing.T) {
 	mustKubectl(t, "", "", "patch", "deployment", "web", "-n", ns, "--field-manager=intruder", "--type=strategic",
 		"-p", `{"spec":{"template":{"spec":{"containers":[{"name":"app","image":"registry.example/web:6.6"}]}}}}`)
 	deployments := kubeClient(t).AppsV1().Deployments(ns)
-	d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
-	require.NoError(t, err)
-	d.Labels["app"] = "edited"
-	_, err = deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
-	require.NoError(t, err)
+	var d *appsv1.Deployment
+	// The Deployment controller writes the status meanwhile: an Update of
+	// what was read may conflict, as kubectl edit's would; read again.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if d, err = deployments.Get(ctx, "web", metav1.GetOptions{}); err != nil {
+			return err
+		}
+		d.Labels["app"] = "edited"
+		_, err = deployments.Update(ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	}))
 	for _, m := range d.ManagedFields {
 		t.Logf("managedFields: manager %q operation %s subresource %q time %v", m.Manager, m.Operation, m.Subresource, m.Time)
 	}
@@ -111,12 +120,16 @@ func TestDriftExplained(t *testing.T) {
 	assert.Regexp(t, fmt.Sprintf(`(?m)^Deployment\.apps\s+%s\s+web\s+Modified\s+\S+\s+kubectl-edit, kubectl \(scale\), intruder\s+changed: `, ns), r.stdout)
 
 	// An update that resets managedFields leaves its change unowned.
-	d, err = deployments.Get(ctx, "web", metav1.GetOptions{})
-	require.NoError(t, err)
-	d.Spec.Replicas = ptr.To[int32](7)
-	d.ManagedFields = []metav1.ManagedFieldsEntry{{}}
-	_, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
-	require.NoError(t, err)
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d, err := deployments.Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To[int32](7)
+		d.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+		_, err = deployments.Update(ctx, d, metav1.UpdateOptions{})
+		return err
+	}))
 	eventually(t, "spec.replicas unowned", func(context.Context) error {
 		c := ownersOf(t, getDiff(t, ns, "web", ""), "spec.replicas")
 		if len(c.Owners) != 0 || c.Unattributed != compare.UnattributedUnowned {
