@@ -18,6 +18,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 )
 
 // chartKey is the binaryData key of a source ConfigMap that holds a packaged chart.
@@ -165,5 +166,5 @@ func parseManifest(m releaseutil.Manifest) ([]*unstructured.Unstructured, error)
 	if err != nil {
 		return nil, err
 	}
-	return parseDocument(data)
+	return manifest.ParseDocument(data)
 }

@@ -14,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
@@ -40,7 +41,7 @@ func FuzzManifests(f *testing.F) {
 			return
 		}
 		for _, o := range objs {
-			require.NoError(t, validateObject(o))
+			require.NoError(t, manifest.Validate(o))
 		}
 		if _, err := New(objs); err != nil {
 			require.Equal(t, ReasonManifestInvalid, failure.Reason(err))
@@ -71,7 +72,7 @@ func FuzzMutations(f *testing.F) {
 				require.NotEmpty(t, err.Message)
 				return
 			}
-			require.NoError(t, validateObject(objs[0]), "%+v", m)
+			require.NoError(t, manifest.Validate(objs[0]), "%+v", m)
 			_, err := json.Marshal(objs[0].Object)
 			require.NoError(t, err)
 		}

@@ -15,6 +15,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 )
 
 // Mutation kinds, as they appear in messages.
@@ -189,7 +190,7 @@ func replaceObject(u *unstructured.Unstructured, data []byte) error {
 		return err
 	}
 	patched := &unstructured.Unstructured{Object: obj}
-	if err := validateObject(patched); err != nil {
+	if err := manifest.Validate(patched); err != nil {
 		return fmt.Errorf("patched object: %w", err)
 	}
 	u.Object = obj

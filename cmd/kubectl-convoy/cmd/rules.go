@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,9 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
@@ -27,6 +24,7 @@ import (
 	defaultrules "github.com/kumodo/convoy-apiserver/artifacts/rules"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
+	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 )
 
 // maxObjectFile bounds what rules test reads from one file or stdin.
@@ -275,16 +273,10 @@ func pluralOf(mapper meta.RESTMapper, gvk schema.GroupVersionKind) string {
 }
 
 // readObjects reads the objects of paths (files, directories of .yaml, .yml
-// and .json files, or - for in), expanding Lists.
+// and .json files, or - for in), Lists flattened.
 func readObjects(paths []string, in io.Reader) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	err := eachDocument(nil, paths, in, func(where string, obj *unstructured.Unstructured) error {
-		if obj.IsList() {
-			return obj.EachListItem(func(item runtime.Object) error {
-				out = append(out, item.(*unstructured.Unstructured))
-				return nil
-			})
-		}
+	err := eachObject(nil, paths, in, func(_ string, obj *unstructured.Unstructured) error {
 		out = append(out, obj)
 		return nil
 	})
@@ -293,11 +285,6 @@ func readObjects(paths []string, in io.Reader) ([]*unstructured.Unstructured, er
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no objects in %s", strings.Join(paths, ", "))
-	}
-	for _, obj := range out {
-		if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
-			return nil, fmt.Errorf("object %q has no apiVersion or kind", obj.GetName())
-		}
 	}
 	return out, nil
 }
@@ -308,7 +295,7 @@ func readObjects(paths []string, in io.Reader) ([]*unstructured.Unstructured, er
 func readRuleSets(fsys fs.FS, paths []string, in io.Reader) ([]*convoyv1alpha1.GlobalHealthRuleSet, []*convoyv1alpha1.HealthRuleSet, error) {
 	var globals []*convoyv1alpha1.GlobalHealthRuleSet
 	var locals []*convoyv1alpha1.HealthRuleSet
-	err := eachDocument(fsys, paths, in, func(where string, obj *unstructured.Unstructured) error {
+	err := eachObject(fsys, paths, in, func(where string, obj *unstructured.Unstructured) error {
 		data, err := obj.MarshalJSON()
 		if err != nil {
 			return err
@@ -334,9 +321,10 @@ func readRuleSets(fsys fs.FS, paths []string, in io.Reader) ([]*convoyv1alpha1.G
 	return globals, locals, err
 }
 
-// eachDocument calls fn with every YAML or JSON document of paths, in fsys
-// (the local file system when nil; - is in).
-func eachDocument(fsys fs.FS, paths []string, in io.Reader, fn func(where string, obj *unstructured.Unstructured) error) error {
+// eachObject calls fn with every object of the files of paths, in fsys (the
+// local file system when nil; - is in), parsed as the render parses plain
+// manifests (manifest.ParseFile).
+func eachObject(fsys fs.FS, paths []string, in io.Reader, fn func(where string, obj *unstructured.Unstructured) error) error {
 	readFile, stat, readDir := os.ReadFile, os.Stat, os.ReadDir
 	if fsys != nil {
 		readFile = func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) }
@@ -376,8 +364,10 @@ func eachDocument(fsys fs.FS, paths []string, in io.Reader, fn func(where string
 	for _, f := range files {
 		var data []byte
 		var err error
+		where := f
 		if f == "-" {
 			data, err = io.ReadAll(io.LimitReader(in, maxObjectFile+1))
+			where = "stdin"
 		} else {
 			data, err = readFile(f)
 		}
@@ -385,29 +375,14 @@ func eachDocument(fsys fs.FS, paths []string, in io.Reader, fn func(where string
 			return err
 		}
 		if len(data) > maxObjectFile {
-			return fmt.Errorf("%s: larger than %d MiB", f, maxObjectFile>>20)
+			return fmt.Errorf("%s: larger than %d MiB", where, maxObjectFile>>20)
 		}
-		where := f
-		if f == "-" {
-			where = "stdin"
+		objs, err := manifest.ParseFile(where, f, data)
+		if err != nil {
+			return err
 		}
-		decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-		for i := 1; ; i++ {
-			var raw json.RawMessage
-			if err := decoder.Decode(&raw); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				return fmt.Errorf("%s: document %d: %w", where, i, err)
-			}
-			if trimmed := bytes.TrimSpace(raw); len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-				continue
-			}
-			// Integers stay int64, as the API machinery decodes them.
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(raw); err != nil {
-				return fmt.Errorf("%s: document %d: %w", where, i, err)
-			}
-			if err := fn(fmt.Sprintf("%s (document %d)", where, i), obj); err != nil {
+		for _, obj := range objs {
+			if err := fn(where, obj); err != nil {
 				return err
 			}
 		}

@@ -109,7 +109,7 @@ func TestRulesTest(t *testing.T) {
 		{name: "a rule that does not compile is named", args: []string{"--rules", brokenFile, "-f", healthyFile}, code: 2,
 			stderr: "rule 1 of GlobalHealthRuleSet broken: expression does not compile"},
 		{name: "no objects", args: []string{}, code: 2, stderr: "no objects"},
-		{name: "not an object", stdin: "just: text\n", args: []string{"-f", "-"}, code: 2, stderr: "stdin: document 1"},
+		{name: "not an object", stdin: "just: text\n", args: []string{"-f", "-"}, code: 2, stderr: "stdin document 1: object has no apiVersion"},
 		{name: "a file that is not there", args: []string{"-f", filepath.Join(dir, "nope.yaml")}, code: 2, stderr: "nope.yaml"},
 		{name: "rules that are not rule sets", args: []string{"--rules", healthyFile, "-f", healthyFile}, code: 2,
 			stderr: "Deployment api is not a HealthRuleSet or a GlobalHealthRuleSet"},

@@ -1,0 +1,53 @@
+package manifest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFile(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, content string
+		want                []string // kind/name of each object
+		err                 string
+	}{
+		{name: "YAML documents, empty ones skipped", file: "a.yaml",
+			content: "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n# only a comment\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n",
+			want:    []string{"ConfigMap/a", "Deployment/web"}},
+		{name: "a List is flattened", file: "list.yaml",
+			content: "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+			want:    []string{"ConfigMap/a", "Secret/s"}},
+		{name: "concatenated JSON", file: "a.json",
+			content: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}} {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}`,
+			want:    []string{"ConfigMap/a", "ConfigMap/b"}},
+		{name: "JSON read as YAML", file: "-", content: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`,
+			want: []string{"ConfigMap/a"}},
+		{name: "no kind", file: "a.yaml", content: "apiVersion: v1\nmetadata: {name: a}\n---\nfoo: [", err: `a.yaml document 1: object has no kind (apiVersion "v1", name "a")`},
+		{name: "not YAML", file: "a.yaml", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: [", err: "a.yaml document 2: "},
+		{name: "a List item that is not an object", file: "a.yaml", content: "apiVersion: v1\nkind: List\nitems: [3]\n", err: "a.yaml document 1: List item 1: not an object but a number"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := ParseFile(tc.file, tc.file, []byte(tc.content))
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				var perr *Error
+				assert.True(t, errors.As(err, &perr), "an *Error")
+				return
+			}
+			require.NoError(t, err)
+			var got []string
+			for _, o := range objs {
+				got = append(got, o.GetKind()+"/"+o.GetName())
+				assert.NoError(t, Validate(o))
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	objs, err := ParseFile("a.yaml", "a.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, generation: 3}\n"))
+	require.NoError(t, err)
+	assert.IsType(t, int64(0), objs[0].Object["metadata"].(map[string]any)["generation"], "integers are int64")
+}
