@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -201,11 +200,7 @@ func kindsInventory1000(t testing.TB) (*convoyv1alpha1.ReleaseInventory, *memRea
 	for i := range 1000 {
 		obj := objects[i%len(objects)]
 		gvk := gvkOf(obj)
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		if m, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			plural = m.Resource
-		}
-		reader.resources[gvk] = plural.Resource
+		reader.resources[gvk] = pluralOf(gvk)
 		key := convoyv1alpha1.ObjectKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: "shop", Name: fmt.Sprintf("obj-%04d", i)}
 		inv.Spec.Entries = append(inv.Spec.Entries, convoyv1alpha1.InventoryEntry{ObjectKey: key, Version: gvk.Version, RenderRef: renderA})
 		reader.objects[key] = obj

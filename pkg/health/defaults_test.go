@@ -8,7 +8,6 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
@@ -56,7 +55,7 @@ func TestDefaultRules(t *testing.T) {
 
 	// check evaluates the default rules on obj, and each rule on its own.
 	check := func(t *testing.T, obj map[string]any, want Result, message string) {
-		applying := rulesFor(t, rules, obj)
+		applying := rulesFor(rules, obj)
 		require.NotEmpty(t, applying, "no default rule applies to %s", gvkOf(obj))
 
 		v := Evaluate(ctx, applying, obj)
@@ -124,8 +123,7 @@ func TestDefaultRuleCasesCoverEveryVersion(t *testing.T) {
 		healthy, unhealthy := map[target]bool{}, map[target]bool{}
 		for _, c := range fileCases {
 			gvk := gvkOf(c.Object)
-			plural, _ := meta.UnsafeGuessKindToResource(gvk)
-			key := target{gvk.GroupVersion().String(), plural.Resource}
+			key := target{gvk.GroupVersion().String(), pluralOf(gvk)}
 			if c.State == convoyv1alpha1.HealthHealthy {
 				healthy[key] = true
 			} else {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/common/types"
@@ -163,60 +165,51 @@ func (v Verdict) State() convoyv1alpha1.HealthState {
 }
 
 // withoutNulls returns obj without the map entries whose value is null, at
-// any depth (list elements are kept as they are). It copies only the maps on
-// the path to a null: an object without one is returned as it is, and obj is
-// never changed.
+// any depth (list elements are kept as they are). It copies only the maps and
+// lists on the path to a null: an object without one is returned as it is,
+// and obj is never changed.
 func withoutNulls(obj map[string]any) map[string]any {
-	out, _ := dropNulls(obj)
-	return out
+	if out, changed := dropNulls(obj); changed {
+		return out.(map[string]any)
+	}
+	return obj
 }
 
 // dropNulls is withoutNulls for any value; changed tells whether it copied.
-func dropNulls[T any](v T) (T, bool) {
-	switch x := any(v).(type) {
+func dropNulls(v any) (any, bool) {
+	switch x := v.(type) {
 	case map[string]any:
 		var copied map[string]any
 		for k, e := range x {
-			if e == nil {
-				if copied == nil {
-					copied = copyMap(x)
-				}
-				delete(copied, k)
+			next, changed := dropNulls(e)
+			if e != nil && !changed {
 				continue
 			}
-			if next, changed := dropNulls(e); changed {
-				if copied == nil {
-					copied = copyMap(x)
-				}
+			if copied == nil {
+				copied = maps.Clone(x)
+			}
+			if e == nil {
+				delete(copied, k)
+			} else {
 				copied[k] = next
 			}
 		}
-		if copied == nil {
-			return v, false
+		if copied != nil {
+			return copied, true
 		}
-		return any(copied).(T), true
 	case []any:
 		var copied []any
 		for i, e := range x {
 			if next, changed := dropNulls(e); changed {
 				if copied == nil {
-					copied = append([]any(nil), x...)
+					copied = slices.Clone(x)
 				}
 				copied[i] = next
 			}
 		}
-		if copied == nil {
-			return v, false
+		if copied != nil {
+			return copied, true
 		}
-		return any(copied).(T), true
 	}
 	return v, false
-}
-
-func copyMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

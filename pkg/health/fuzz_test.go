@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -71,13 +70,7 @@ func FuzzDefaultRules(f *testing.F) {
 		if utiljson.Unmarshal(data, &obj) != nil || obj == nil {
 			return
 		}
-		gvk := gvkOf(obj)
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		applying := rules.For(gvk.GroupVersion().String(), plural.Resource)
-		if m, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
-			applying = rules.For(gvk.GroupVersion().String(), m.Resource.Resource)
-		}
-		v := Evaluate(context.Background(), applying, obj)
+		v := Evaluate(context.Background(), rulesFor(rules, obj), obj)
 		switch v.Result {
 		case ResultPass:
 		case ResultFail, ResultSuspended, ResultError:

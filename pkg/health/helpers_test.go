@@ -112,16 +112,19 @@ func gvkOf(obj map[string]any) schema.GroupVersionKind {
 	return gv.WithKind(kind)
 }
 
-// rulesFor returns the rules of rules that apply to obj.
-func rulesFor(t testing.TB, rules *Rules, obj map[string]any) []*CompiledRule {
-	t.Helper()
-	gvk := gvkOf(obj)
-	mapping, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		// A custom resource: its plural as the projects covered name it.
-		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		return rules.For(gvk.GroupVersion().String(), plural.Resource)
+// pluralOf is the resource name of gvk: from builtinMapper for the kinds it
+// maps, else guessed from the kind, as the projects covered name their
+// custom resources (Prometheus: prometheuses).
+func pluralOf(gvk schema.GroupVersionKind) string {
+	if m, err := builtinMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		return m.Resource.Resource
 	}
-	require.NoError(t, err)
-	return rules.For(gvk.GroupVersion().String(), mapping.Resource.Resource)
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.Resource
+}
+
+// rulesFor returns the rules of rules that apply to obj.
+func rulesFor(rules *Rules, obj map[string]any) []*CompiledRule {
+	gvk := gvkOf(obj)
+	return rules.For(gvk.GroupVersion().String(), pluralOf(gvk))
 }
