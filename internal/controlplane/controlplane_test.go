@@ -367,7 +367,7 @@ func TestConvoyNeverAvailable(t *testing.T) {
 	t.Logf("Start: %v", err)
 	for _, want := range []string{"Available=False", "503", "last lines of", "failing discovery on purpose"} {
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not mention %q", want)
+			t.Errorf("error does not mention %q:\n%v", want, err)
 		}
 	}
 	assertStopped(t, dir, nil)

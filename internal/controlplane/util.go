@@ -42,7 +42,9 @@ func notYet(format string, args ...any) error { return errNotYet{fmt.Errorf(form
 
 // poll calls cond every interval until it returns nil, a permanent error (any
 // error that is not from notYet), or timeout passes. The timeout error carries
-// the last reason given.
+// the last reason given by an attempt that ran to its end: an attempt cut
+// short by the timeout itself (a Get in flight when the deadline passes) says
+// only "context deadline exceeded", so it does not replace the reason before it.
 func poll(ctx context.Context, timeout, interval time.Duration, what string, cond func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -56,7 +58,9 @@ func poll(ctx context.Context, timeout, interval time.Duration, what string, con
 		if !errors.As(err, &ny) {
 			return err
 		}
-		last = ny.reason
+		if last == nil || ctx.Err() == nil {
+			last = ny.reason
+		}
 		select {
 		case <-ctx.Done():
 			if parent := context.Cause(ctx); errors.Is(parent, context.Canceled) {
