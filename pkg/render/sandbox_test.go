@@ -127,19 +127,27 @@ func TestSandboxStopsARunawayTemplate(t *testing.T) {
 func TestSandboxSlots(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	engine := NewEngine(NewSandbox(exe, 1, childLimits(Limits{})), Limits{Timeout: 2 * time.Second})
+	// The engine's timeout is long: the runaway holds the slot until the
+	// test cancels it, however slow the machine is.
+	engine := NewEngine(NewSandbox(exe, 1, childLimits(Limits{})), Limits{Timeout: time.Minute})
 	client := fake.NewClientset(chartConfigMap("runaway", runaway(t)), chartConfigMap("small", buildChart(t, "mychart", testChartFiles())))
 	r := engine.Renderer(source.ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
+	runawayCtx, stopRunaway := context.WithCancel(context.Background())
+	defer stopRunaway()
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = r.Render(context.Background(), release("runaway")) })
-	time.Sleep(200 * time.Millisecond) // the runaway takes the slot
+	wg.Go(func() { _, _ = r.Render(runawayCtx, release("runaway")) })
+	// A child is started only once its render holds a slot.
+	require.Eventually(t, func() bool { return len(children(t)) == 1 }, time.Minute, 10*time.Millisecond, "the runaway's child never started")
 	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err = r.Render(short, release("small"))
 	var rerr *failure.Error
 	require.True(t, errors.As(err, &rerr), "%v", err)
 	assert.Contains(t, rerr.Message, "waiting for one of the renders running now")
+	assert.Len(t, children(t), 1, "the waiting render started no child")
+	stopRunaway()
 	wg.Wait()
+	assert.Eventually(t, func() bool { return len(children(t)) == 0 }, time.Minute, 10*time.Millisecond, "the runaway's child was not stopped with its context")
 }
 
 func TestSandboxBoundsItsOutput(t *testing.T) {
