@@ -78,17 +78,28 @@ func (f *Fetcher) putIndex(key string, idx *index) {
 	}
 }
 
-// getContent is the artifact of digest, verified when it was fetched.
-func (f *Fetcher) getContent(digest string) (*artifact, bool) {
+// contentKey is the key of the content cache: where an artifact was
+// downloaded from (an OCI registry's host and repository, a Helm chart's
+// URL) and its digest. A digest alone is what a tenant's registry or index
+// claims, and digests are not secret: a registry that answers a HEAD of its
+// own tag with the digest of another tenant's chart, or an index that lists
+// that chart's digest at a URL of its own, must get a download from its own
+// origin (which fails: not found, or bytes of another digest), never the
+// other tenant's artifact.
+func contentKey(origin, digest string) string { return origin + "@" + digest }
+
+// getContent is the artifact of key (contentKey), verified when it was
+// fetched.
+func (f *Fetcher) getContent(key string) (*artifact, bool) {
 	if f.contents == nil {
 		return nil, false
 	}
-	return f.contents.Get(digest)
+	return f.contents.Get(key)
 }
 
-func (f *Fetcher) putContent(digest string, a *artifact) {
+func (f *Fetcher) putContent(key string, a *artifact) {
 	if f.contents != nil {
-		f.contents.Put(digest, a)
+		f.contents.Put(key, a)
 	}
 }
 

@@ -103,21 +103,24 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 // helm fetches a chart of a Helm repository: it resolves it (resolveHelm),
 // downloads the chart archive from the entry's URL (credentials only to the
 // repository's own origin) and checks it against the entry's digest. A chart
-// in the content cache is used only once the repository confirmed (a HEAD)
-// that these credentials may read it.
+// in the content cache is used only when it was downloaded from the URL of
+// the entry (an index that lists a known digest at a URL of its own gets a
+// download from there), and once the repository confirmed (a HEAD) that
+// these credentials may read it.
 func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha1.HelmRepositorySource, inputs Inputs) (*Source, error) {
 	r, err := f.resolveHelm(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
 	}
 	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
-	accessKey := "helm\x00" + r.chartURL + "\x00" + r.resolved.Digest + "\x00" + r.creds.key
-	if a, ok := f.getContent(r.resolved.Digest); ok && f.isConfirmed(accessKey) {
+	content := contentKey("helm\x00"+r.chartURL, r.resolved.Digest)
+	accessKey := content + "\x00" + r.creds.key
+	if a, ok := f.getContent(content); ok && f.isConfirmed(accessKey) {
 		out.Chart = a.chart
 		return out, nil
 	}
 	v, err := f.shared(ctx, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
-		if a, ok := f.getContent(r.resolved.Digest); ok {
+		if a, ok := f.getContent(content); ok {
 			if !f.isConfirmed(accessKey) {
 				if _, err := f.request(ctx, r, http.MethodHead, r.chartURL, 0, "confirming access to the chart"); err != nil {
 					return nil, err
@@ -138,7 +141,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 			return nil, err
 		}
 		a := &artifact{chart: data}
-		f.putContent(r.resolved.Digest, a)
+		f.putContent(content, a)
 		f.confirm(accessKey)
 		return a, nil
 	})

@@ -138,7 +138,7 @@ func TestHelmRepositoryLimitsAndCredentials(t *testing.T) {
 		}
 		return s
 	}
-	f, _ := newFetcher(t)
+	f, clk := newFetcher(t)
 	fetchErr(t, f, helmRelease(src("web", "")), inputs, ReasonSourceUnauthorized)
 	fetchErr(t, f, helmRelease(src("web", "nopassword")), inputs, ReasonCredentialsInvalid)
 
@@ -148,6 +148,14 @@ func TestHelmRepositoryLimitsAndCredentials(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, chart, got.Chart)
 	assert.Equal(t, []string{"GET /web.tgz auth=false"}, elsewhere.taken())
+	// The same bytes at another URL: downloaded from there, not served
+	// from the chart kept for the first URL.
+	_, err = f.Fetch(ctx, helmRelease(src("local", "creds")), inputs)
+	require.NoError(t, err)
+	assert.Contains(t, repo.taken(), "GET /local.tgz auth=true")
+	// Once the confirmation is old, the kept chart is confirmed again on
+	// its own origin, with the credentials.
+	clk.SetTime(clk.Now().Add(2 * DefaultResolveMaxAge))
 	_, err = f.Fetch(ctx, helmRelease(src("local", "creds")), inputs)
 	require.NoError(t, err)
 	assert.Contains(t, repo.taken(), "HEAD /local.tgz auth=true", "the cached chart: access confirmed on its own origin, with the credentials")

@@ -41,7 +41,8 @@ var BundleMediaTypes = []string{
 	"application/vnd.docker.image.rootfs.diff.tar.gzip",
 }
 
-// artifact is what the content cache keeps of an artifact, by digest.
+// artifact is what the content cache keeps of an artifact, by origin and
+// digest (contentKey).
 type artifact struct {
 	chart     []byte
 	manifests []File
@@ -135,14 +136,15 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 	ref := r.repo.Digest(r.resolved.Digest)
 	out := &Source{Where: where, Resolved: r.resolved}
 
-	accessKey := "oci\x00" + r.repo.String() + "\x00" + r.resolved.Digest + "\x00" + r.creds.key
-	if a, ok := f.getContent(r.resolved.Digest); ok && (r.confirmed || f.isConfirmed(accessKey)) {
+	content := contentKey("oci\x00"+r.repo.String(), r.resolved.Digest)
+	accessKey := content + "\x00" + r.creds.key
+	if a, ok := f.getContent(content); ok && (r.confirmed || f.isConfirmed(accessKey)) {
 		f.confirm(accessKey)
 		out.Chart, out.Manifests = a.chart, a.manifests
 		return out, nil
 	}
 	v, err := f.shared(ctx, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
-		if a, ok := f.getContent(r.resolved.Digest); ok {
+		if a, ok := f.getContent(content); ok {
 			if !f.isConfirmed(accessKey) {
 				if _, err := r.puller.Head(ctx, ref); err != nil {
 					return nil, registryFailure(where+": confirming access to the manifest", err)
@@ -155,7 +157,7 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 		if err != nil {
 			return nil, err
 		}
-		f.putContent(r.resolved.Digest, a)
+		f.putContent(content, a)
 		f.confirm(accessKey)
 		return a, nil
 	})

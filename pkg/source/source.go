@@ -145,9 +145,10 @@ func IsManifestFile(name string) bool {
 type Fetcher struct {
 	opts  Options
 	slots chan struct{}
-	// contents are artifacts by digest; resolutions are digests (OCI) and
-	// indexes (Helm) by URL and credentials; confirmed are the (repository,
-	// digest, credentials) whose access the registry confirmed.
+	// contents are artifacts by origin and digest (contentKey);
+	// resolutions are digests (OCI) and indexes (Helm) by URL and
+	// credentials; confirmed are the (origin, digest, credentials) whose
+	// access the registry or repository confirmed.
 	contents    *agecache.Cache[string, *artifact]
 	resolutions *agecache.Cache[string, string]
 	indexes     *agecache.Cache[string, *index]

@@ -180,7 +180,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Most bytes of an OCI manifest, layer, chart archive, and of what a bundle of manifests inflates to (ArtifactTooLarge); checked against the declared size before a download, and while reading.")
 	sources.IntVar(&o.Sources.MaxIndexBytes, "max-index-bytes", o.Sources.MaxIndexBytes, "Most bytes of a Helm repository's index.yaml (IndexTooLarge).")
 	sources.IntVar(&o.Sources.Concurrency, "max-concurrent-fetches", o.Sources.Concurrency, "Source fetches at once, by the loops and the subresources together; a fetch waits for a slot within its timeout.")
-	sources.IntVar(&o.Sources.CacheBytes, "source-cache-bytes", o.Sources.CacheBytes, "Most bytes of artifacts kept by digest (shared by every Release that may read them: access is confirmed per credentials).")
+	sources.IntVar(&o.Sources.CacheBytes, "source-cache-bytes", o.Sources.CacheBytes, "Most bytes of artifacts kept by origin (registry and repository, chart URL) and digest, shared by every Release that names that origin and may read them there: access is confirmed per credentials.")
 	sources.DurationVar(&o.Sources.ResolveMaxAge, "source-resolve-max-age", o.Sources.ResolveMaxAge,
 		"How long a tag's digest or a Helm index is reused per URL and credentials, and an access to a kept artifact taken as confirmed: a tag moved shows within it.")
 
