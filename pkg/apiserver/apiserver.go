@@ -170,6 +170,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	version.RegisterMetrics()
 	cluster.RegisterMetrics()
 	compare.RegisterMetrics()
+	source.RegisterMetrics()
 	// Charts are templated by children of this very binary (render.ChildArg),
 	// which the render timeout kills.
 	exe, err := os.Executable()

@@ -138,3 +138,49 @@ func BenchmarkFleetFetch(b *testing.B) {
 		})
 	}
 }
+
+// generatedIndex is an index.yaml of one chart in n versions, as helm repo
+// index writes its entries (name, version, appVersion, created, digest,
+// urls, description).
+func generatedIndex(n int) []byte {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nentries:\n  web:\n")
+	for i := range n {
+		v := fmt.Sprintf("%d.%d.%d", i/1000, i/10%100, i%10)
+		fmt.Fprintf(&b, "  - name: web\n    version: %s\n    appVersion: %s\n    created: \"2026-12-01T00:00:00Z\"\n"+
+			"    description: A chart of the benchmark, one of many versions.\n    digest: %064x\n    urls:\n    - https://charts.example/web-%s.tgz\n", v, v, i, v)
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkIndex: one op parses an index of 10,000 versions of one chart (the
+// most MaxChartVersions allows; what a Fetcher does once per URL and
+// credentials per --source-resolve-max-age), or picks a version of it with
+// a constraint (what every Resolve of a Helm source does with the cached
+// index). It reports the index's bytes and what the cache counts it at.
+func BenchmarkIndex(b *testing.B) {
+	data := generatedIndex(MaxChartVersions)
+	idx, err := parseIndex("https://charts.example", data)
+	require.NoError(b, err)
+	require.Len(b, idx.entries["web"], MaxChartVersions)
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := parseIndex("https://charts.example", data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(data)), "index-bytes")
+		b.ReportMetric(float64(idx.size()), "cached-bytes")
+	})
+	b.Run("pick", func(b *testing.B) {
+		src := &convoyv1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", Version: ">=5.0.0 <6.0.0"}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := pickVersion(src, idx.entries["web"]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -18,9 +18,21 @@ import (
 // that fetch's InternalError, never the process's. Keys hold the
 // credentials' key wherever the answer depends on them. With the caches off
 // every caller runs fn.
-func (f *Fetcher) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
-	if f.contents == nil {
+//
+// fn runs in a slot of namespace (the namespace of the Release that
+// started the request), taken by the request, not by its callers: a shared
+// request whose callers all gave up keeps its slot to its end.
+func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(context.Context) (any, error)) (any, error) {
+	inSlot := func(ctx context.Context) (any, error) {
+		release, err := f.slots.acquire(ctx, namespace)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		return fn(ctx)
+	}
+	if f.contents == nil {
+		return inSlot(ctx)
 	}
 	ch := f.flights.DoChan(key, func() (v any, err error) {
 		fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), f.opts.Timeout, errFetchTimeout)
@@ -30,7 +42,7 @@ func (f *Fetcher) shared(ctx context.Context, key string, fn func(context.Contex
 				v, err = nil, failure.Recovered(fctx, r)
 			}
 		}()
-		v, err = fn(fctx)
+		v, err = inSlot(fctx)
 		if err != nil {
 			// Its callers may not have reached their own timeout yet.
 			err = f.timedOut(fctx, err)

@@ -10,9 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unsafe"
 
 	"github.com/Masterminds/semver/v3"
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
@@ -20,19 +21,48 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
+// MaxChartVersions bounds the versions of one chart in an index: an index
+// that lists more of the chart a Release asks for is refused
+// (IndexTooLarge), never cut, which could pick another version than the
+// constraint's.
+const MaxChartVersions = 10_000
+
 // index is what a Fetcher keeps of a Helm repository's index.yaml.
 type index struct {
+	// bytes is what the parsed index takes in memory (indexSize), what the
+	// cache counts it at.
 	bytes   int
 	entries map[string][]indexEntry
 }
 
 func (i *index) size() int { return i.bytes }
 
+// indexSize estimates the memory the entries take: their strings and the
+// headers of the strings, slices and map buckets that hold them. A short
+// entry takes more parsed than in YAML, so the raw size would undercount it.
+func indexSize(entries map[string][]indexEntry) int {
+	const (
+		stringHeader = int(unsafe.Sizeof(""))
+		mapEntry     = 64 // a key, a slice header and the bucket's share
+	)
+	n := 0
+	for chart, versions := range entries {
+		n += mapEntry + len(chart) + cap(versions)*int(unsafe.Sizeof(indexEntry{}))
+		for _, e := range versions {
+			n += len(e.Version) + len(e.Digest) + cap(e.URLs)*stringHeader
+			for _, u := range e.URLs {
+				n += len(u)
+			}
+		}
+	}
+	return n
+}
+
 // indexEntry is one version of a chart in an index.
 type indexEntry struct {
-	Version string   `json:"version"`
-	URLs    []string `json:"urls"`
-	Digest  string   `json:"digest"`
+	Version string   `yaml:"version"`
+	URLs    []string `yaml:"urls"`
+	Digest  string   `yaml:"digest"`
 }
 
 // helmResolution is a Helm repository source resolved to a chart version.
@@ -59,7 +89,7 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	key := "helm\x00" + base.String() + "\x00" + creds.key
 	idx, ok := f.getIndex(key)
 	if !ok {
-		v, err := f.shared(ctx, "index\x00"+key, func(ctx context.Context) (any, error) {
+		v, err := f.shared(ctx, namespace, "index\x00"+key, func(ctx context.Context) (any, error) {
 			if idx, ok := f.getIndex(key); ok {
 				return idx, nil
 			}
@@ -119,7 +149,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 		out.Chart = a.chart
 		return out, nil
 	}
-	v, err := f.shared(ctx, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
+	v, err := f.shared(ctx, namespace, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
 		if a, ok := f.getContent(content); ok {
 			if !f.isConfirmed(accessKey) {
 				if _, err := f.request(ctx, r, http.MethodHead, r.chartURL, 0, "confirming access to the chart"); err != nil {
@@ -219,9 +249,11 @@ func repositoryFailure(what string, err error) error {
 
 // parseIndex parses index.yaml (YAML or JSON).
 func parseIndex(repo string, data []byte) (*index, error) {
+	// Decoded straight into the fields it keeps (yaml.v3, which reads JSON
+	// too), not through JSON as sigs.k8s.io/yaml does: BenchmarkIndex.
 	var file struct {
-		APIVersion string                  `json:"apiVersion"`
-		Entries    map[string][]indexEntry `json:"entries"`
+		APIVersion string                  `yaml:"apiVersion"`
+		Entries    map[string][]indexEntry `yaml:"entries"`
 	}
 	if err := yaml.Unmarshal(data, &file); err != nil {
 		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: index.yaml is not a Helm repository index", repo)
@@ -229,7 +261,7 @@ func parseIndex(repo string, data []byte) (*index, error) {
 	if file.APIVersion == "" && file.Entries == nil {
 		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: index.yaml has neither apiVersion nor entries: not a Helm repository index", repo)
 	}
-	return &index{bytes: len(data), entries: file.Entries}, nil
+	return &index{bytes: indexSize(file.Entries), entries: file.Entries}, nil
 }
 
 // pickVersion chooses the entry of src.Version among entries: the entry of
@@ -238,6 +270,10 @@ func parseIndex(repo string, data []byte) (*index, error) {
 func pickVersion(src *convoyv1alpha1.HelmRepositorySource, entries []indexEntry) (*indexEntry, error) {
 	if len(entries) == 0 {
 		return nil, failure.New(ReasonArtifactNotFound, nil, "%s: the index has no chart %s", src.URL, src.Chart)
+	}
+	if len(entries) > MaxChartVersions {
+		return nil, failure.New(ReasonIndexTooLarge, nil, "%s: the index lists %d versions of chart %s, more than %d: refused, not cut, which could pick another version",
+			src.URL, len(entries), src.Chart, MaxChartVersions)
 	}
 	for i := range entries {
 		if src.Version != "" && entries[i].Version == src.Version {

@@ -97,7 +97,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 		return r, nil
 	}
 	where := src.URL + ":" + src.Tag
-	v, err := f.shared(ctx, "resolve\x00"+key, func(ctx context.Context) (any, error) {
+	v, err := f.shared(ctx, namespace, "resolve\x00"+key, func(ctx context.Context) (any, error) {
 		if d, ok := f.getResolution(key); ok {
 			return d, nil
 		}
@@ -143,7 +143,7 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 		out.Chart, out.Manifests = a.chart, a.manifests
 		return out, nil
 	}
-	v, err := f.shared(ctx, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
+	v, err := f.shared(ctx, namespace, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
 		if a, ok := f.getContent(content); ok {
 			if !f.isConfirmed(accessKey) {
 				if _, err := r.puller.Head(ctx, ref); err != nil {

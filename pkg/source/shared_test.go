@@ -107,7 +107,7 @@ func TestSharedRequestOutlivesItsFirstCaller(t *testing.T) {
 // A panic in a shared request is that fetch's InternalError.
 func TestSharedRequestPanics(t *testing.T) {
 	f, _ := newFetcher(t)
-	_, err := f.shared(context.Background(), "k", func(context.Context) (any, error) { panic("boom") })
+	_, err := f.shared(context.Background(), "shop", "k", func(context.Context) (any, error) { panic("boom") })
 	ferr, ok := failure.As(err)
 	require.True(t, ok, "%v", err)
 	assert.Equal(t, failure.ReasonInternalError, ferr.Reason)

@@ -7,7 +7,8 @@
 // is read from the server's disk or environment. Every connection goes
 // through the address policy, no proxy is used, and credentials go only to
 // the host they are for. Every fetch is bounded in time and bytes, and
-// fetches of the whole server share a number of slots. What a fleet can
+// the requests of the whole server share a number of slots, of which one
+// namespace holds a few at most. What a fleet can
 // share is cached without letting one tenant read another's artifact: see
 // docs/internals.md, "Sources".
 package source
@@ -48,6 +49,7 @@ const (
 	DefaultMaxArtifactBytes = 32 << 20
 	DefaultMaxIndexBytes    = 32 << 20
 	DefaultConcurrency      = 8
+	DefaultPerNamespace     = 2
 	DefaultCacheBytes       = 128 << 20
 	DefaultResolveMaxAge    = time.Minute
 )
@@ -65,9 +67,14 @@ type Options struct {
 	MaxArtifactBytes int
 	// MaxIndexBytes bounds a Helm repository's index (--max-index-bytes).
 	MaxIndexBytes int
-	// Concurrency is how many fetches run at once, the loops and the
-	// subresources together (--max-concurrent-fetches).
+	// Concurrency is how many requests to registries and repositories run
+	// at once, the loops and the subresources together
+	// (--max-concurrent-fetches).
 	Concurrency int
+	// PerNamespace is how many of them the Releases of one namespace hold
+	// at once (--max-concurrent-fetches-per-namespace), so that one
+	// tenant's slow registry leaves slots to the others.
+	PerNamespace int
 	// CacheBytes bounds the artifacts kept by digest (--source-cache-bytes);
 	// negative: no cache at all, every fetch resolves and downloads.
 	CacheBytes int
@@ -93,6 +100,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
+	}
+	if o.PerNamespace <= 0 {
+		o.PerNamespace = DefaultPerNamespace
 	}
 	if o.CacheBytes == 0 {
 		o.CacheBytes = DefaultCacheBytes
@@ -144,7 +154,7 @@ func IsManifestFile(name string) bool {
 // shared.
 type Fetcher struct {
 	opts  Options
-	slots chan struct{}
+	slots *slots
 	// contents are artifacts by origin and digest (contentKey);
 	// resolutions are digests (OCI) and indexes (Helm) by URL and
 	// credentials; confirmed are the (origin, digest, credentials) whose
@@ -162,7 +172,7 @@ type Fetcher struct {
 // NewFetcher returns a Fetcher.
 func NewFetcher(opts Options) *Fetcher {
 	opts = opts.withDefaults()
-	f := &Fetcher{opts: opts, slots: make(chan struct{}, opts.Concurrency)}
+	f := &Fetcher{opts: opts, slots: newSlots(opts.Concurrency, opts.PerNamespace)}
 	if opts.CacheBytes > 0 {
 		const entries = 4096
 		f.contents = agecache.New[string, *artifact](opts.CacheBytes, 24*time.Hour, opts.Clock, (*artifact).size)
@@ -215,12 +225,8 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 		return configMap(ctx, release.Namespace, src.ConfigMap.Name, inputs)
 	}
 
-	select {
-	case f.slots <- struct{}{}:
-		defer func() { <-f.slots }()
-	case <-ctx.Done():
-		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx), "waiting for one of the fetches running now (--max-concurrent-fetches)")
-	}
+	// The requests to the registry or repository take their slots
+	// (shared), not the fetch as a whole.
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
 	var out *Source
@@ -248,7 +254,8 @@ func (f *Fetcher) timedOut(ctx context.Context, err error) error {
 // digest of spec, a tag resolved with a HEAD of the manifest, a version of a
 // Helm repository's index; "" for a ConfigMap. It shares Fetch's caches, so
 // it costs a request per URL, tag or index and credentials per
-// ResolveMaxAge at most: what the render cache keys a render by.
+// ResolveMaxAge at most: what the render cache keys a render by. Its
+// requests take slots as Fetch's do.
 func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
 	src := release.Spec.Source
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
