@@ -112,8 +112,8 @@ func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
 			p := kubectl(t, "", "", "get", "--raw", previewPath(attacker, tc.name))
 			require.Error(t, p.err, "/preview fails: %s", p.stdout)
 			places := map[string]string{
-				"/diff":    kubectl(t, "", "", "get", "--raw", diffPath(attacker, tc.name)).stdout,
-				"/preview": p.stdout + p.stderr,
+				"/diff":       kubectl(t, "", "", "get", "--raw", diffPath(attacker, tc.name)).stdout,
+				"/preview":    p.stdout + p.stderr,
 				"the Release": mustKubectl(t, "", "", "get", "release", tc.name, "-n", attacker, "-o", "json"),
 				"Events":      mustKubectl(t, "", "", "get", "events.events.k8s.io", "-n", attacker, "-o", "json"),
 			}
