@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/rest"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
@@ -131,4 +135,80 @@ func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
 		waitInSync(t, victim, name, metav1.ConditionTrue, "InSync")
 		assert.Contains(t, string(preview(t, victim, name, "").Objects[0].Raw), marker)
 	}
+}
+
+// One tenant's registry that never answers holds at most
+// --max-concurrent-fetches-per-namespace of the slots of a replica; another
+// namespace's Releases keep resolving and fetching there meanwhile. The
+// replica does not lead (the loops are the first replica's), so its gauges
+// count the requests of the /preview calls of this test alone.
+func TestSourcesSlowTenantLeavesSlots(t *testing.T) {
+	ctx := context.Background()
+	var inFlight atomic.Int32
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo)
+	reg := startTestRegistry(t, ociregistry.Options{Hook: func(_ http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/held-") {
+			inFlight.Add(1)
+			defer inFlight.Add(-1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		return false
+	}})
+	tgz, meta := webChart(t, "1.0.0")
+	tags := []string{"held-1", "held-2", "held-3", "held-4", "held-5", "held-6", "free"}
+	for _, tag := range tags {
+		_, err := reg.PushChart(ctx, "charts/web", tag, tgz, meta)
+		require.NoError(t, err)
+	}
+	replica, err := env.cp.StartConvoyAPIServer(ctx, "--fetch-timeout=2m", "--max-concurrent-fetches=4", "--max-concurrent-fetches-per-namespace=2")
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, replica.Stop()) })
+
+	slow, fast := newNamespace(t), newNamespace(t)
+	for _, tag := range tags[:6] {
+		newSourceRelease(t, slow, tag, ociSource(reg.URL("charts/web"), tag, ""))
+	}
+	newSourceRelease(t, fast, "web", ociSource(reg.URL("charts/web"), "free", ""))
+
+	// Six previews of the slow namespace, each of a tag of its own (no
+	// request shared), whose HEADs hang: each client gives up after its
+	// timeout, the requests keep their slots (a request owns its slot).
+	tlsConfig, err := rest.TLSConfigFor(env.cp.AdminConfig())
+	require.NoError(t, err)
+	tlsConfig.RootCAs, tlsConfig.InsecureSkipVerify = nil, true
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 5 * time.Second}
+	for _, tag := range tags[:6] {
+		go func() {
+			if resp, err := client.Get(replica.URL() + previewPath(slow, tag)); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	eventually(t, "the slow namespace's requests hold its share and wait", func(context.Context) error {
+		running, waiting := metric(t, replica, "convoy_source_fetches_running"), metric(t, replica, "convoy_source_fetches_waiting")
+		if running != "2" || waiting != "4" {
+			return fmt.Errorf("running %q, waiting %q", running, waiting)
+		}
+		return nil
+	})
+
+	code, body := replicaGet(t, replica, previewPath(fast, "web"))
+	require.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "web-settings")
+	assert.Equal(t, "2", metric(t, replica, "convoy_source_fetches_running"), "the slow namespace's requests still hold their slots")
+	assert.GreaterOrEqual(t, inFlight.Load(), int32(2), "and are still held by its registry")
+
+	letGo()
+	eventually(t, "every request ended", func(context.Context) error {
+		if running := metric(t, replica, "convoy_source_fetches_running"); running != "0" {
+			return fmt.Errorf("running %q", running)
+		}
+		return nil
+	})
 }
