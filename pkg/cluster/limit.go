@@ -76,6 +76,12 @@ func (t limitingTransport) tooLarge(req *http.Request, what string) *failure.Err
 		server, req.Method, req.URL.Path, what, t.limit, maxResponseBytesFlag)}
 }
 
+// isTooLarge reports whether err is, or wraps, an answer over the limit.
+func isTooLarge(err error) bool {
+	_, ok := failure.Find(err, ReasonResponseTooLarge)
+	return ok
+}
+
 // limitedBody is a response body that fails once more than remaining bytes
 // are read from it: the read that would pass the limit returns what is
 // within it and the error of over, and every read after it that error. The

@@ -255,6 +255,34 @@ func TestResponsesAreBounded(t *testing.T) {
 	}
 }
 
+// A LIST page over the limit does not fail the pass: the read-ahead and
+// the shared metadata-only LIST give up, and the objects are read one by
+// one.
+func TestListOverTheLimitReadsOneByOne(t *testing.T) {
+	srv := newFakeAPIServer(t, "/api/v1/namespaces/shop/configmaps", chunked)
+	access := targetOf(t, srv)
+	ctx := context.Background()
+	r := access.Reader(true)
+
+	r.ReadAhead(ctx, desiredConfigMaps("a", "b", "c"))
+	<-srv.written
+	for _, name := range []string{"a", "b", "c"} {
+		obj, err := r.Get(ctx, configMapGVK, "shop", name)
+		require.NoError(t, err, name)
+		assert.Equal(t, name, obj.GetName())
+		_, _, known := r.ResourceVersion(ctx, configMapGVK, "shop", name)
+		assert.False(t, known, "the shared LIST failed: read %s", name)
+	}
+	<-srv.written // the metadata-only LIST, once for the window
+	assert.Equal(t, int32(3), srv.gets.Load(), "read one by one")
+	assert.Equal(t, unlistable, r.knownSize(snapshotKey{resource: configMaps, namespace: "shop"}),
+		"the next passes do not list it again")
+
+	r = access.Reader(true)
+	r.ReadAhead(ctx, desiredConfigMaps("a", "b", "c"))
+	assert.Empty(t, srv.written, "not listed again")
+}
+
 // The limit holds for a body of any size up to it, and fails a body one
 // byte over it, at that byte.
 func TestLimitedBody(t *testing.T) {
