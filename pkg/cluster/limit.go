@@ -38,7 +38,9 @@ const maxResponseBytesFlag = "--max-target-response-bytes"
 // reads, after the http.Transport inflated a gzip answer (it does so when it
 // asked for gzip itself, which it does for client-go, which sets no
 // Accept-Encoding), so the bound is on the memory the answer takes, not on
-// the bytes on the wire. Requests are passed on unchanged.
+// the bytes on the wire. A caller that set Accept-Encoding itself would
+// get the compressed body, and this would bound only that: none of
+// convoy-apiserver's clients does. Requests are passed on unchanged.
 type limitingTransport struct {
 	cluster string
 	limit   int64
