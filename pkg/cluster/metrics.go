@@ -17,6 +17,13 @@ var targetRequests = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cluster", "operation", "code"})
 
+var targetResponsesTooLarge = metrics.NewCounterVec(&metrics.CounterOpts{
+	Subsystem:      "convoy_target",
+	Name:           "responses_too_large_total",
+	Help:           "Answers of target clusters refused for their size (--max-target-response-bytes) by cluster (\"\" is the local one) and operation (read, list, dry_run, discovery, other); a LIST refused makes its pass read the objects one by one.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"cluster", "operation"})
+
 var (
 	snapshotLookups = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem:      "convoy_snapshot",
@@ -45,7 +52,7 @@ var registerOnce sync.Once
 // registry that the API server serves on /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(targetRequests, snapshotLookups, snapshotListSeconds, snapshotListErrors)
+		legacyregistry.MustRegister(targetRequests, targetResponsesTooLarge, snapshotLookups, snapshotListSeconds, snapshotListErrors)
 	})
 }
 

@@ -177,6 +177,10 @@ type Options struct {
 	// ListFreshness is how long a metadata-only LIST (Target.Snapshots) is
 	// shared between passes; 0: no LIST, objects are read one by one.
 	ListFreshness time.Duration
+	// MaxResponseBytes bounds every answer of a cluster's API server, after
+	// a gzip answer is inflated (ReasonResponseTooLarge). Default
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int
 }
 
 func (o Options) withDefaults() Options {
@@ -191,6 +195,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DefaultServiceAccount == "" {
 		o.DefaultServiceAccount = DefaultServiceAccount
+	}
+	if o.MaxResponseBytes <= 0 {
+		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
 	return o
 }
@@ -440,7 +447,12 @@ func (p *Provider) newTarget(name string, cfg *rest.Config, policy *AddressPolic
 	if err != nil {
 		return nil, fmt.Errorf("HTTP client: %w", err)
 	}
-	hc.Transport = countingTransport{cluster: name, next: hc.Transport}
+	// The bound applies to the local cluster too, though its API server is
+	// the operator's: tenants write the objects it answers with in their
+	// namespaces, and a read-ahead page of 500 of them can be hundreds of
+	// MiB; over the limit, the pass reads them one by one. Outside the
+	// counting, so that the requests are counted by the code of the answer.
+	hc.Transport = limitingTransport{cluster: name, limit: int64(p.opts.MaxResponseBytes), next: countingTransport{cluster: name, next: hc.Transport}}
 	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)

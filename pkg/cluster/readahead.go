@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
@@ -66,7 +67,9 @@ type readAhead struct {
 // next passes from trying again. Get then answers the objects the LISTs
 // saw, and NotFound for an object of a collection listed whole that the
 // LIST did not see. Errors are not returned: the objects are then read one
-// by one, and their reads report what is wrong.
+// by one, and their reads report what is wrong. A collection the identity
+// may not LIST, or whose page is over the limit of an answer
+// (ReasonResponseTooLarge), is not listed again for collectionMaxAge.
 func (r *Reader) ReadAhead(ctx context.Context, objects []*unstructured.Unstructured) {
 	groups := map[snapshotKey]map[string]bool{}
 	for _, obj := range objects {
@@ -119,7 +122,14 @@ func (a *readAhead) list(ctx context.Context, r *Reader, key snapshotKey, names 
 	for {
 		page, err := ri.List(ctx, opts)
 		if err != nil {
-			if apierrors.IsForbidden(err) && r.collections != nil {
+			tooLarge := isTooLarge(err)
+			if tooLarge {
+				klog.FromContext(ctx).Info("A page of a read-ahead LIST is too large: the objects are read one by one",
+					"cluster", r.cluster, "resource", key.resource.GroupResource(), "namespace", key.namespace, "reason", ReasonResponseTooLarge, "err", err.Error())
+			}
+			// A page over the limit would be as large at the next pass:
+			// like a refusal, it is not tried again for collectionMaxAge.
+			if (apierrors.IsForbidden(err) || tooLarge) && r.collections != nil {
 				r.collections.sizes.Put(key, unlistable)
 			}
 			break

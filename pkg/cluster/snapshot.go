@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/lru"
 )
@@ -232,6 +233,12 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 		snapshotListSeconds.Observe(ended.Sub(now).Seconds())
 		if err != nil {
 			snapshotListErrors.Inc()
+			if isTooLarge(err) {
+				// Like any error, it is kept for the window, whose passes
+				// read one by one; the log says why.
+				klog.FromContext(ctx).Info("A page of a shared metadata-only LIST is too large: the objects are read one by one",
+					"resource", resource.GroupResource(), "namespace", namespace, "reason", ReasonResponseTooLarge, "err", err.Error())
+			}
 		}
 		s.mu.Lock()
 		e.snap, e.err, e.ended = snap, err, ended

@@ -35,6 +35,8 @@ func TestClassify(t *testing.T) {
 		{"unexpected EOF", stepGet, fmt.Errorf("reading body: %w", io.ErrUnexpectedEOF), failure.ReasonClusterUnreachable},
 		{"gone on get", stepGet, apierrors.NewGone("gone"), ReasonReadFailed},
 		{"an error that names its reason", stepGet, &url.Error{Op: "Get", URL: "https://169.254.169.254", Err: &net.OpError{Op: "dial", Err: refusedAddress}}, "AddressNotAllowed"},
+		{"an answer over the limit, as client-go wraps it", stepGet, fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w",
+			&failure.Error{Reason: cluster.ReasonResponseTooLarge, Message: "too large"}), cluster.ReasonResponseTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

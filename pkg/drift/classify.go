@@ -42,6 +42,9 @@ const (
 //   - a connection the address policy refused, wherever it happened (the
 //     render's discovery is the first connection to the cluster):
 //     cluster.ReasonAddressNotAllowed;
+//   - an answer of the cluster's API server over its limit, wherever it
+//     happened (the render's discovery, the read of an input):
+//     cluster.ReasonResponseTooLarge;
 //   - a failure of the Access (ClusterNotFound, ClusterConfigInvalid), a
 //     limit of the render (TooManyObjects, RenderTimeout, ...) or a source
 //     that could not be fetched (SourceUnreachable, SourceUnauthorized,
@@ -70,6 +73,9 @@ func classify(err error, otherwise string, identity cluster.Identity) *failure.E
 		return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
 	}
 	if f, ok := failure.Find(err, cluster.ReasonAddressNotAllowed); ok {
+		return f
+	}
+	if f, ok := failure.Find(err, cluster.ReasonResponseTooLarge); ok {
 		return f
 	}
 	f, ok := failure.As(err)

@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -79,6 +80,10 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 		{name: "cluster address not allowed while rendering",
 			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: cluster.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)}},
 			wantReason: cluster.ReasonAddressNotAllowed, wantMessage: []string{"connecting to 169.254.169.254:443 is not allowed: it is a link-local address"}},
+		{name: "answer of the cluster too large while rendering",
+			inputErr: fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", &failure.Error{Reason: cluster.ReasonResponseTooLarge,
+				Message: "the answer of the API server of the local cluster to GET /apis is larger than 67108864 bytes, the limit of --max-target-response-bytes"}),
+			wantReason: cluster.ReasonResponseTooLarge, wantMessage: []string{"larger than 67108864 bytes, the limit of --max-target-response-bytes"}},
 		{name: "impersonation not granted", inputErr: apierrors.NewForbidden(corev1.Resource("serviceaccounts"), "deployer",
 			errors.New(`User "system:serviceaccount:convoy-system:convoy-apiserver" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "shop"`)),
 			wantReason: cluster.ReasonImpersonationNotGranted, wantMessage: []string{"may not act as ServiceAccount shop/deployer",

@@ -30,8 +30,8 @@ type Reader interface {
 	// error that concerns the whole Release, not one object (its target
 	// cluster cannot be had: no such Cluster, an invalid kubeconfig, a
 	// Secret its identity may not read), is a *failure.Error of reason
-	// ReasonCannotAssess; a network failure (cluster.NetworkFailure) counts
-	// the same.
+	// ReasonCannotAssess; a network failure (cluster.NetworkFailure) and an
+	// answer over the limit (cluster.ReasonResponseTooLarge) count the same.
 	Get(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error)
 }
 
@@ -177,6 +177,13 @@ func pendingCondition(release *convoyv1alpha1.Release, inv *convoyv1alpha1.Relea
 // the entry (Unknown), and returns the error to report it with.
 func cannotAssess(err error) (error, bool) {
 	if f, ok := failure.Find(err, ReasonCannotAssess); ok {
+		return f, true
+	}
+	if f, ok := failure.Find(err, cluster.ReasonResponseTooLarge); ok {
+		// The cluster's API server answered discovery or one object with
+		// more than any kube-apiserver does (etcd holds objects of at most
+		// 1.5 MiB): reading the other entries would only read as much
+		// again each. The message names the limit and its flag.
 		return f, true
 	}
 	if what := cluster.NetworkFailure(err); what != "" {

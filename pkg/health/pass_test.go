@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -319,6 +321,13 @@ func TestPassCondition(t *testing.T) {
 		{name: "CannotAssess: the cluster is unreachable", inventory: inventoryOf(both),
 			reader:     func(r *memReader) { r.err = refused },
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "the cluster is unreachable (connection refused)"},
+		{name: "CannotAssess: an answer of the cluster over the limit", inventory: inventoryOf(both),
+			reader: func(r *memReader) {
+				r.getErr[webKey] = fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", &failure.Error{Reason: cluster.ReasonResponseTooLarge,
+					Message: "the answer of the API server of Cluster.convoy.kumodo.io shop/east to GET /apis/apps/v1/namespaces/shop/deployments/web is larger than 67108864 bytes, the limit of --max-target-response-bytes"})
+			},
+			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess,
+			wantMessage: "cannot assess health: the answer of the API server of Cluster.convoy.kumodo.io shop/east to GET /apis/apps/v1/namespaces/shop/deployments/web is larger than 67108864 bytes, the limit of --max-target-response-bytes"},
 		{name: "CannotAssess: the cluster cannot be had", inventory: inventoryOf(both),
 			reader:     func(r *memReader) { r.err = cannotBeHad },
 			wantStatus: metav1.ConditionUnknown, wantReason: ReasonCannotAssess, wantMessage: "Cluster.convoy.kumodo.io shop/east not found"},

@@ -86,6 +86,7 @@ func NewOptions() *Options {
 				QPS: cluster.DefaultQPS, Burst: cluster.DefaultBurst, Timeout: cluster.DefaultTimeout,
 				DefaultServiceAccount: cluster.DefaultServiceAccount,
 				ListFreshness:         cluster.DefaultListFreshness,
+				MaxResponseBytes:      cluster.DefaultMaxResponseBytes,
 			},
 			Cache:            true,
 			CacheMaxAge:      compare.DefaultCacheMaxAge,
@@ -148,6 +149,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	target.Float32Var(&o.Target.QPS, "target-qps", o.Target.QPS, "Queries per second to each target cluster.")
 	target.IntVar(&o.Target.Burst, "target-burst", o.Target.Burst, "Burst of queries to each target cluster.")
 	target.DurationVar(&o.Target.Timeout, "target-timeout", o.Target.Timeout, "Timeout of each request to a target cluster, and of connecting to it.")
+	target.IntVar(&o.Target.MaxResponseBytes, "max-target-response-bytes", o.Target.MaxResponseBytes,
+		"Most bytes of one answer of a target cluster's API server (discovery, an object, a LIST page), counted after gzip is inflated; past it the request fails (ResponseTooLarge), and a LIST page past it makes the pass read the objects one by one.")
 	target.StringVar(&o.Target.DefaultServiceAccount, "default-service-account", o.Target.DefaultServiceAccount,
 		"ServiceAccount, in the Release's namespace, that a Release without spec.serviceAccountName acts as.")
 	target.BoolVar(&o.Target.AllowLoopback, "allow-loopback-clusters", o.Target.AllowLoopback,
@@ -249,8 +252,8 @@ func (o *Options) Validate() error {
 	if o.Resync <= 0 {
 		errs = append(errs, fmt.Errorf("--resync must be positive"))
 	}
-	if o.Target.QPS <= 0 || o.Target.Burst <= 0 || o.Target.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--target-qps, --target-burst and --target-timeout must be positive"))
+	if o.Target.QPS <= 0 || o.Target.Burst <= 0 || o.Target.Timeout <= 0 || o.Target.MaxResponseBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--target-qps, --target-burst, --target-timeout and --max-target-response-bytes must be positive"))
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.Target.DefaultServiceAccount); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--default-service-account %q is not a ServiceAccount name: %s", o.Target.DefaultServiceAccount, strings.Join(msgs, "; ")))

@@ -20,6 +20,8 @@ func TestValidate(t *testing.T) {
 		{name: "no cost limit", change: func(o *Options) { o.CELCostLimit = 0 }, wantErr: "--cel-cost-limit"},
 		{name: "negative resync", change: func(o *Options) { o.Resync = -time.Second }, wantErr: "--resync"},
 		{name: "no target timeout", change: func(o *Options) { o.Target.Timeout = 0 }, wantErr: "--target-timeout"},
+		{name: "no response limit", change: func(o *Options) { o.Target.MaxResponseBytes = 0 }, wantErr: "--max-target-response-bytes"},
+		{name: "negative response limit", change: func(o *Options) { o.Target.MaxResponseBytes = -1 }, wantErr: "--max-target-response-bytes"},
 		{name: "no render timeout", change: func(o *Options) { o.Render.Timeout = 0 }, wantErr: "--render-timeout"},
 		{name: "no render slot", change: func(o *Options) { o.RenderConcurrency = 0 }, wantErr: "--max-concurrent-renders"},
 		{name: "render memory too small", change: func(o *Options) { o.Render.Memory = 64 << 20 }, wantErr: "--render-memory-limit"},
@@ -49,7 +51,7 @@ func TestFlags(t *testing.T) {
 	for _, name := range []string{"kubeconfig", "resync", "target-qps", "target-burst", "target-timeout", "drift-workers",
 		"health-workers", "compare-workers", "cel-cost-limit", "leader-elect", "leader-elect-lease-duration", "secure-port",
 		"default-service-account", "allow-loopback-clusters", "render-timeout", "max-render-objects", "max-render-bytes", "max-concurrent-renders",
-		"render-memory-limit"} {
+		"render-memory-limit", "max-target-response-bytes"} {
 		found := false
 		for _, set := range fs.FlagSets {
 			if set.Lookup(name) != nil {
@@ -58,6 +60,15 @@ func TestFlags(t *testing.T) {
 		}
 		assert.True(t, found, "--%s", name)
 	}
+}
+
+// The limit of an answer of a target cluster is a flag, 64Mi by default.
+func TestMaxTargetResponseBytesFlag(t *testing.T) {
+	o := NewOptions()
+	assert.Equal(t, 64<<20, o.Target.MaxResponseBytes)
+	sets := o.Flags()
+	require.NoError(t, sets.FlagSet("target clusters").Parse([]string{"--max-target-response-bytes=1048576"}))
+	assert.Equal(t, 1<<20, o.Target.MaxResponseBytes)
 }
 
 func TestDenyCIDRFlag(t *testing.T) {

@@ -1,0 +1,128 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// ReasonResponseTooLarge is the reason of the *failure.Error of an answer
+// of a target cluster's API server larger than Options.MaxResponseBytes
+// (--max-target-response-bytes): its declared Content-Length, or the bytes
+// read of its body.
+const ReasonResponseTooLarge = "ResponseTooLarge"
+
+// DefaultMaxResponseBytes is the default of Options.MaxResponseBytes: no
+// discovery document or object of a kube-apiserver comes near it (etcd
+// holds objects of at most 1.5 MiB), and a page of a LIST that does falls
+// back to reads one by one.
+const DefaultMaxResponseBytes = 64 << 20
+
+// maxResponseBytesFlag is the flag that sets Options.MaxResponseBytes, for
+// messages.
+const maxResponseBytesFlag = "--max-target-response-bytes"
+
+// limitingTransport bounds the answers of one cluster's API server: client-go
+// reads every body whole before it decodes it, so a server of a tenant's
+// own (a kubeconfig may point anywhere) could else make convoy-apiserver
+// hold gigabytes. An answer that declares a Content-Length over limit is
+// refused before its body is read; any other body fails once more than
+// limit bytes are read from it. Either way the caller's read fails with a
+// *failure.Error of ReasonResponseTooLarge, which client-go returns wrapped
+// (with %w), and the connection is closed, so the server sees the client
+// hang up.
+//
+// It is the outermost RoundTripper: what it counts is what the caller
+// reads, after the http.Transport inflated a gzip answer (it does so when it
+// asked for gzip itself, which it does for client-go, which sets no
+// Accept-Encoding), so the bound is on the memory the answer takes, not on
+// the bytes on the wire. A caller that set Accept-Encoding itself would
+// get the compressed body, and this would bound only that: none of
+// convoy-apiserver's clients does. Requests are passed on unchanged.
+type limitingTransport struct {
+	cluster string
+	limit   int64
+	next    http.RoundTripper
+}
+
+func (t limitingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		return resp, err
+	}
+	if resp.ContentLength > t.limit {
+		// Not a RoundTrip error: net/http would wrap it in a *url.Error,
+		// which NetworkFailure takes for an unreachable cluster. The body
+		// fails on its first read instead, as a body over the limit does.
+		_ = resp.Body.Close()
+		resp.Body = &limitedBody{err: t.tooLarge(req, fmt.Sprintf("declares %d bytes (Content-Length), more than", resp.ContentLength))}
+		return resp, nil
+	}
+	resp.Body = &limitedBody{body: resp.Body, remaining: t.limit, over: func() error {
+		return t.tooLarge(req, "is larger than")
+	}}
+	return resp, nil
+}
+
+// tooLarge is the error of an answer to req over the limit; what says how
+// it is, before the limit.
+func (t limitingTransport) tooLarge(req *http.Request, what string) *failure.Error {
+	targetResponsesTooLarge.WithLabelValues(t.cluster, operation(req)).Inc()
+	server := "the API server of the local cluster"
+	if t.cluster != "" {
+		server = "the API server of " + clusterKey(t.cluster).Describe()
+	}
+	return &failure.Error{Reason: ReasonResponseTooLarge, Message: fmt.Sprintf("the answer of %s to %s %s %s %d bytes, the limit of %s",
+		server, req.Method, req.URL.Path, what, t.limit, maxResponseBytesFlag)}
+}
+
+// isTooLarge reports whether err is, or wraps, an answer over the limit.
+func isTooLarge(err error) bool {
+	_, ok := failure.Find(err, ReasonResponseTooLarge)
+	return ok
+}
+
+// limitedBody is a response body that fails once more than remaining bytes
+// are read from it: the read that would pass the limit returns what is
+// within it and the error of over, and every read after it that error. The
+// body is closed at that point. A limitedBody without body fails at once
+// with err. Like any response body, it is read by one goroutine at a time;
+// Close may be called from another one, to end a read that waits.
+type limitedBody struct {
+	body      io.ReadCloser
+	remaining int64
+	over      func() error
+	err       error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	// One byte more than what is left tells a body of exactly the limit
+	// from a larger one.
+	if int64(len(p)) > b.remaining+1 {
+		p = p[:b.remaining+1]
+	}
+	n, err := b.body.Read(p)
+	if int64(n) <= b.remaining {
+		b.remaining -= int64(n)
+		return n, err
+	}
+	n = int(b.remaining)
+	b.remaining = 0
+	b.err = b.over()
+	_ = b.body.Close()
+	return n, b.err
+}
+
+// Close closes the body; closing it again, after a read over the limit
+// closed it, does no harm (net/http's bodies allow it).
+func (b *limitedBody) Close() error {
+	if b.body == nil {
+		return nil
+	}
+	return b.body.Close()
+}
