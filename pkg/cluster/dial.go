@@ -83,6 +83,10 @@ var MetadataAddresses = []netip.Addr{
 	netip.MustParseAddr("fd00:ec2::254"),   // AWS EC2 instance metadata over IPv6 (Nitro)
 	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud ECS metadata
 	netip.MustParseAddr("192.0.0.192"),     // Oracle Cloud Infrastructure metadata (legacy address)
+	// Azure's WireServer: the VM agent's channel to the host, which hands
+	// out the VM's certificates and extension settings (their secrets with
+	// them) to whoever asks from the VM.
+	netip.MustParseAddr("168.63.129.16"),
 }
 
 // nat64 is the well-known prefix of NAT64 (RFC 6052): 64:ff9b::a9fe:a9fe
@@ -90,10 +94,23 @@ var MetadataAddresses = []netip.Addr{
 // holds is checked too.
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
+// nat64Local is the local-use prefix of NAT64 (RFC 8215). An operator may
+// take from it a prefix of any length RFC 6052 defines, so where the IPv4
+// address sits is not known: the layouts of a /48 (the prefix itself) and
+// of a /96 are both judged.
+var nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+
+// ipv4Compatible is the deprecated IPv4-compatible form (RFC 4291,
+// ::a.b.c.d): a stack that still routes it reaches the IPv4 address it
+// holds, so that address is checked too.
+var ipv4Compatible = netip.MustParsePrefix("::/96")
+
 // AddressPolicy decides which resolved addresses a connection to a target
 // cluster may reach. Its zero value refuses loopback, link-local,
-// unspecified and metadata-service addresses (MetadataAddresses), and, in
-// the well-known NAT64 prefix, the IPv6 addresses of those.
+// unspecified and metadata-service addresses (MetadataAddresses), and the
+// IPv6 addresses that reach those through NAT64 (the well-known and the
+// local-use prefix) or as IPv4-compatible addresses (IPv4-mapped addresses
+// are judged as the IPv4 address they are).
 type AddressPolicy struct {
 	// AllowLoopback allows loopback and unspecified addresses, for target
 	// clusters that run on the local host during development.
@@ -128,11 +145,44 @@ func (p AddressPolicy) refusal(address string) (string, netip.Prefix) {
 	if why, denied := p.refusalOf(ip); why != "" {
 		return why, denied
 	}
-	if nat64.Contains(ip) {
-		embedded := ip.As16()
-		return p.refusalOf(netip.AddrFrom4([4]byte(embedded[12:])))
+	for _, embedded := range embeddedIPv4(ip) {
+		if why, denied := p.refusalOf(embedded); why != "" {
+			return why, denied
+		}
 	}
 	return "", netip.Prefix{}
+}
+
+// embeddedIPv4 returns the IPv4 addresses that the IPv6 address ip (without
+// zone, unmapped) may reach through a translator or an old stack: the one of
+// the well-known NAT64 prefix, those of the /48 and /96 layouts of the
+// local-use NAT64 prefix, the one of an IPv4-compatible address.
+func embeddedIPv4(ip netip.Addr) []netip.Addr {
+	if !ip.Is6() {
+		return nil
+	}
+	b := ip.As16()
+	last32 := netip.AddrFrom4([4]byte(b[12:]))
+	switch {
+	case nat64.Contains(ip):
+		return []netip.Addr{last32}
+	case nat64Local.Contains(ip):
+		// RFC 6052, section 2.2: a /48 prefix holds the IPv4 address in
+		// bits 48 to 63 and 72 to 87, around the u octet (bits 64 to 71).
+		// The layout not in use reads zero bits there, 0.0.0.0, which no
+		// gateway forwards to: judged as unspecified, it would refuse the
+		// whole prefix, so it is left out.
+		var out []netip.Addr
+		for _, a := range []netip.Addr{netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}), last32} {
+			if !a.IsUnspecified() {
+				out = append(out, a)
+			}
+		}
+		return out
+	case ipv4Compatible.Contains(ip) && !ip.IsUnspecified() && !ip.IsLoopback():
+		return []netip.Addr{last32}
+	}
+	return nil
 }
 
 // refusalOf is refusal of one IP address, without zone, unmapped.

@@ -44,6 +44,33 @@ func TestAddressPolicyControl(t *testing.T) {
 		{address: "[64:ff9b::7f00:1]:443", strict: WhyLoopback},
 		{address: "[64:ff9b::6464:64c8]:80", strict: WhyMetadata, loose: WhyMetadata},
 		{address: "[64:ff9b::c000:20a]:443"},
+		// Azure's WireServer, IPv4 and IPv4-mapped.
+		{address: "168.63.129.16:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::ffff:a83f:8110]:32526", strict: WhyMetadata, loose: WhyMetadata},
+		// IPv4-compatible addresses (::a.b.c.d) are judged as the IPv4
+		// address they hold; :: and ::1 are themselves.
+		{address: "[::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[::169.254.169.254]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[::a83f:8110]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::6464:64c8]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::7f00:1]:443", strict: WhyLoopback},
+		{address: "[::c000:20a]:443"},
+		{address: "[::2]:443"},
+		// The local-use NAT64 prefix: the IPv4 address of the /96 layout
+		// (the last 32 bits, whatever the 48 bits after the prefix)...
+		{address: "[64:ff9b:1::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b:1:ab:cd::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b:1::a83f:8110]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[64:ff9b:1::7f00:1]:443", strict: WhyLoopback},
+		// ... and of the /48 layout (bits 48-63 and 72-87).
+		{address: "[64:ff9b:1:a9fe:a9:fe00::]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b:1:a83f:81:1000::]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[64:ff9b:1:7f00:0:100::]:443", strict: WhyLoopback},
+		// Elsewhere the prefix is allowed: the zero bits of the layout not
+		// in use are not taken for 0.0.0.0.
+		{address: "[64:ff9b:1::c000:20a]:443"},
+		{address: "[64:ff9b:1:c000:2:a00::]:443"},
+		{address: "[64:ff9b:1::]:443"},
 		{address: "[fd00:ec2::253]:53"},
 		{address: "100.100.100.201:80"},
 		{address: "0.0.0.0:443", strict: WhyUnspecified},
