@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -30,13 +31,16 @@ const (
 	// WhyDenied: the address is in a range the operator denies
 	// (--deny-cidr).
 	WhyDenied = "denied"
+	// WhyPrivate: the address is in a private range (PrivateRanges) and the
+	// policy refuses those (AddressPolicy.DenyPrivate).
+	WhyPrivate = "private"
 	// WhyInvalid: the address is not an IP address and port.
 	WhyInvalid = "invalid"
 )
 
-// allowLoopbackHint tells how to allow the addresses that AllowLoopback
-// allows.
-const allowLoopbackHint = " (convoy-apiserver --allow-loopback-clusters allows it for local development)"
+// ClustersLoopbackFlag is the flag that allows loopback addresses to the
+// Clusters' kubeconfigs: the LoopbackFlag of a policy that names none.
+const ClustersLoopbackFlag = "--allow-loopback-clusters"
 
 // AddressNotAllowedError is the error of a connection that an AddressPolicy
 // refuses.
@@ -44,17 +48,25 @@ type AddressNotAllowedError struct {
 	// Address is the refused "ip:port", after DNS resolution.
 	Address string
 	// Why is WhyLoopback, WhyLinkLocal, WhyUnspecified, WhyMetadata,
-	// WhyDenied or WhyInvalid.
+	// WhyDenied, WhyPrivate or WhyInvalid.
 	Why string
-	// Range is the denied range that holds Address (WhyDenied).
+	// Range is the denied or private range that holds Address (WhyDenied,
+	// WhyPrivate).
 	Range netip.Prefix
+	// Flag is the flag of convoy-apiserver that allows Address, named in
+	// the message; empty: none does.
+	Flag string
 }
 
-// Error says which address is refused and why.
+// Error says which address is refused, why, and which flag allows it.
 func (e *AddressNotAllowedError) Error() string {
 	msg := fmt.Sprintf("connecting to %s is not allowed: %s", e.Address, e.describe())
-	if e.Why == WhyLoopback || e.Why == WhyUnspecified {
-		msg += allowLoopbackHint
+	switch {
+	case e.Flag == "":
+	case e.Why == WhyPrivate:
+		msg += fmt.Sprintf(" (convoy-apiserver %s allows private addresses)", e.Flag)
+	default:
+		msg += fmt.Sprintf(" (convoy-apiserver %s allows it for local development)", e.Flag)
 	}
 	return msg
 }
@@ -70,6 +82,8 @@ func (e *AddressNotAllowedError) describe() string {
 		return "it is a cloud metadata service"
 	case WhyDenied:
 		return fmt.Sprintf("it is in %s, which convoy-apiserver denies (--deny-cidr)", e.Range)
+	case WhyPrivate:
+		return fmt.Sprintf("it is in the private range %s, which may hold the cluster's own network", e.Range)
 	default:
 		return fmt.Sprintf("it is a %s address", e.Why)
 	}
@@ -87,6 +101,20 @@ var MetadataAddresses = []netip.Addr{
 	// out the VM's certificates and extension settings (their secrets with
 	// them) to whoever asks from the VM.
 	netip.MustParseAddr("168.63.129.16"),
+}
+
+// PrivateRanges are the private ranges an AddressPolicy with DenyPrivate
+// refuses: they hold a cluster's own network (its nodes, control plane,
+// Services and Pods) and an organization's internal services.
+var PrivateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),     // RFC 1918
+	netip.MustParsePrefix("172.16.0.0/12"),  // RFC 1918
+	netip.MustParsePrefix("192.168.0.0/16"), // RFC 1918
+	// Shared address space (RFC 6598, carrier-grade NAT): not RFC 1918,
+	// but some clusters take their Pod or Service network from it (GKE
+	// may, Tailscale and Cilium setups do), as if it were.
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("fc00::/7"), // unique local addresses (RFC 4193)
 }
 
 // nat64 is the well-known prefix of NAT64 (RFC 6052): 64:ff9b::a9fe:a9fe
@@ -115,9 +143,21 @@ type AddressPolicy struct {
 	// AllowLoopback allows loopback and unspecified addresses, for target
 	// clusters that run on the local host during development.
 	AllowLoopback bool
+	// DenyPrivate refuses the private ranges too (PrivateRanges), for
+	// connections to an address a tenant chooses (a source's registry),
+	// which must not probe the cluster's own network. Clusters' kubeconfigs
+	// often point at private addresses, so their policy leaves it off.
+	DenyPrivate bool
 	// Deny are ranges refused besides (--deny-cidr): the operator's own
 	// metadata services, the nodes' or the control plane's networks.
 	Deny []netip.Prefix
+	// LoopbackFlag is the flag that sets AllowLoopback, named in the
+	// refusal of a loopback or unspecified address; empty:
+	// ClustersLoopbackFlag.
+	LoopbackFlag string
+	// PrivateFlag is the flag that turns DenyPrivate off, named in the
+	// refusal of a private address; empty: none is named.
+	PrivateFlag string
 }
 
 // Control refuses a connection to a not allowed address with a
@@ -131,11 +171,17 @@ func (p AddressPolicy) Control(network, address string, _ syscall.RawConn) error
 		return nil
 	}
 	refused := &AddressNotAllowedError{Address: address, Why: why, Range: denied}
+	switch why {
+	case WhyLoopback, WhyUnspecified:
+		refused.Flag = cmp.Or(p.LoopbackFlag, ClustersLoopbackFlag)
+	case WhyPrivate:
+		refused.Flag = p.PrivateFlag
+	}
 	return &failure.Error{Reason: ReasonAddressNotAllowed, Message: refused.Error(), Err: refused}
 }
 
 // refusal returns the Why of refusing address, or "" when it is allowed,
-// and the denied range for WhyDenied.
+// and the range for WhyDenied and WhyPrivate.
 func (p AddressPolicy) refusal(address string) (string, netip.Prefix) {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
@@ -197,9 +243,18 @@ func (p AddressPolicy) refusalOf(ip netip.Addr) (string, netip.Prefix) {
 	case slices.Contains(MetadataAddresses, ip):
 		return WhyMetadata, netip.Prefix{}
 	}
+	// The operator's ranges come before the private ones: an address in
+	// both is refused whatever DenyPrivate, and its message says so.
 	for _, r := range p.Deny {
 		if r.Contains(ip) {
 			return WhyDenied, r
+		}
+	}
+	if p.DenyPrivate {
+		for _, r := range PrivateRanges {
+			if r.Contains(ip) {
+				return WhyPrivate, r
+			}
 		}
 	}
 	return "", netip.Prefix{}
