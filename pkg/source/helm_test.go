@@ -176,10 +176,13 @@ func TestSourceAddressPolicy(t *testing.T) {
 	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  meta:\n  - {version: 1.0.0, urls: [https://169.254.169.254/latest/x.tgz], digest: %s}\n  six:\n  - {version: 1.0.0, urls: [\"https://[fe80::1]/x.tgz\"], digest: %s}\n", digest, digest)
 	inputs := inputsOf(caSecret("ca", repo.Server))
 	f, _ := newFetcher(t)
+	dialed := loopbackOnly(t, f)
 	for chartName, want := range map[string]string{"meta": "169.254.169.254:443", "six": "[fe80::1]:443"} {
 		ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: chartName,
 			CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, "AddressNotAllowed")
 		assert.Contains(t, ferr.Message, "connecting to "+want+" is not allowed: it is a link-local address")
+		// The refusal is the dialer's hook, which runs before a packet.
+		assert.Contains(t, dialed.taken(), want)
 	}
 	// Plain http to anything but loopback is refused before a connection.
 	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -156,6 +157,11 @@ type Fetcher struct {
 	pullers     *agecache.Cache[string, *remote.Puller]
 	// flights share the requests in flight (shared).
 	flights singleflight.Group
+	// dialControl, when set, is the dialers' Control in place of the
+	// policy's: the tests set one that asks the policy and then refuses
+	// any address off loopback, so a policy that lets an address through
+	// fails a test without a packet sent there.
+	dialControl func(network, address string, c syscall.RawConn) error
 }
 
 // NewFetcher returns a Fetcher.
