@@ -173,7 +173,7 @@ func TestSourceAddressPolicy(t *testing.T) {
 	repo := startRepository(t, "", "")
 	chart := []byte("chart")
 	digest := strings.TrimPrefix(sha256Hex(chart), "sha256:")
-	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  meta:\n  - {version: 1.0.0, urls: [https://169.254.169.254/latest/x.tgz], digest: %s}\n  six:\n  - {version: 1.0.0, urls: [\"https://[fe80::1]/x.tgz\"], digest: %s}\n", digest, digest)
+	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  meta:\n  - {version: 1.0.0, urls: [https://169.254.169.254/latest/x.tgz], digest: %[1]s}\n  six:\n  - {version: 1.0.0, urls: [\"https://[fe80::1]/x.tgz\"], digest: %[1]s}\n  private:\n  - {version: 1.0.0, urls: [https://10.96.0.1/x.tgz], digest: %[1]s}\n", digest)
 	inputs := inputsOf(caSecret("ca", repo.Server))
 	f, _ := newFetcher(t)
 	dialed := loopbackOnly(t, f)
@@ -184,7 +184,13 @@ func TestSourceAddressPolicy(t *testing.T) {
 		// The refusal is the dialer's hook, which runs before a packet.
 		assert.Contains(t, dialed.taken(), want)
 	}
+	// A private address is refused for sources (the cluster's own network
+	// is not a tenant's to probe), and the message names the sources' flag.
+	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "private",
+		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, "AddressNotAllowed")
+	assert.Contains(t, ferr.Message, "connecting to 10.96.0.1:443 is not allowed: it is in the private range 10.0.0.0/8, which may hold the cluster's own network (convoy-apiserver --allow-private-sources allows private addresses)")
+	assert.Contains(t, dialed.taken(), "10.96.0.1:443")
 	// Plain http to anything but loopback is refused before a connection.
-	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
+	ferr = fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
 	assert.Contains(t, ferr.Message, "plain http to 192.0.2.1 is refused")
 }

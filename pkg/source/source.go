@@ -56,8 +56,16 @@ const (
 // Options configure a Fetcher. Zero fields take their defaults.
 type Options struct {
 	// Policy refuses the addresses no source may reach, after DNS
-	// resolution (AllowLoopback for local development only).
+	// resolution (AllowLoopback for local development only). NewFetcher
+	// sets its DenyPrivate (from AllowPrivate) and the flags its refusals
+	// name: the sources' own, not the Clusters'.
 	Policy cluster.AddressPolicy
+	// AllowPrivate lets sources reach the private ranges
+	// (cluster.PrivateRanges; --allow-private-sources). Off, a Release's
+	// URL, a tenant's choice, cannot reach the cluster's own network (its
+	// Services, Pods, nodes, control plane): neither its answers nor the
+	// error of a probe tell what listens there.
+	AllowPrivate bool
 	// Timeout bounds one fetch: resolving, downloading and verifying
 	// (--fetch-timeout).
 	Timeout time.Duration
@@ -83,6 +91,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	o.Policy.DenyPrivate = !o.AllowPrivate
+	o.Policy.LoopbackFlag = "--allow-loopback-sources"
+	o.Policy.PrivateFlag = "--allow-private-sources"
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -189,7 +200,8 @@ func (f *Fetcher) Limits() Options { return f.opts }
 // tools; convoy-apiserver builds its own from its flags.
 var defaultFetcher = NewFetcher(Options{})
 
-// Default returns a Fetcher with the default Options (loopback refused).
+// Default returns a Fetcher with the default Options (loopback and private
+// ranges refused).
 func Default() *Fetcher { return defaultFetcher }
 
 // errFetchTimeout is the cause of the deadline of a fetch.
