@@ -266,6 +266,9 @@ func (f *Fetcher) readBlob(ctx context.Context, puller *remote.Puller, repo name
 
 // repositoryOf parses oci://HOST[:PORT]/PATH.
 func repositoryOf(url string, allowPlainLoopback bool) (name.Repository, error) {
+	if err := refuseUserinfo(url); err != nil {
+		return name.Repository{}, err
+	}
 	ref, ok := strings.CutPrefix(url, "oci://")
 	if !ok {
 		return name.Repository{}, failure.New(ReasonSourceInvalid, nil, "%s is not an oci:// URL", url)

@@ -287,6 +287,42 @@ func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 	return "", nil
 }
 
+// refuseUserinfo refuses a source URL with user information
+// (https://user:password@host): the URL is printed in messages, Events and
+// resolvedSource, so a password in it would be too. The CRD refuses such a
+// URL; this check is for a Release stored before that rule. The message
+// holds the URL without its user information, so neither the password nor
+// the user name is printed.
+func refuseUserinfo(rawURL string) error {
+	redacted, had := withoutUserinfo(rawURL)
+	if !had {
+		return nil
+	}
+	return failure.New(ReasonSourceInvalid, nil, "%s: the URL must not hold credentials (user:password@): use secretRef", redacted)
+}
+
+// withoutUserinfo returns rawURL without the user information of its
+// authority, and whether it had one. It reads the text, so a URL that does
+// not parse is redacted as well: the authority follows the first "//" up to
+// the first "/", "?" or "#", and its user information is what comes before
+// its last "@", as net/url reads them.
+func withoutUserinfo(rawURL string) (string, bool) {
+	_, rest, ok := strings.Cut(rawURL, "//")
+	if !ok {
+		return rawURL, false
+	}
+	start := len(rawURL) - len(rest)
+	authority := rest
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		authority = rest[:end]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return rawURL, false
+	}
+	return rawURL[:start] + rest[at+1:], true
+}
+
 // configMap reads a source ConfigMap: a packaged chart in binaryData
 // chart.tgz, else every key of data ending .yaml, .yml or .json, in key
 // order.
