@@ -341,6 +341,12 @@ func registryFailure(what string, err error) error {
 	if strings.Contains(err.Error(), "does not match requested digest") {
 		return failure.New(ReasonDigestMismatch, err, "%s", what)
 	}
+	// The registry client refuses a redirect to a private or link-local
+	// address literal itself, before the dialer would: the same refusal
+	// as the address policy's, so the same reason.
+	if strings.Contains(err.Error(), "SSRF protection") {
+		return failure.New(cluster.ReasonAddressNotAllowed, err, "%s: the registry redirected to a private or link-local address, which is not allowed", what)
+	}
 	if netFail := cluster.NetworkFailure(err); netFail != "" {
 		return failure.New(ReasonSourceUnreachable, err, "%s: the registry is unreachable (%s)", what, netFail)
 	}
