@@ -111,8 +111,9 @@ var PrivateRanges = []netip.Prefix{
 	netip.MustParsePrefix("172.16.0.0/12"),  // RFC 1918
 	netip.MustParsePrefix("192.168.0.0/16"), // RFC 1918
 	// Shared address space (RFC 6598, carrier-grade NAT): not RFC 1918,
-	// but some clusters take their Pod or Service network from it (GKE
-	// may, Tailscale and Cilium setups do), as if it were.
+	// but clusters take their Pod network from it as if it were (EKS with
+	// custom networking, GKE with non-RFC 1918 ranges), and overlay VPNs
+	// (Tailscale) their nodes' addresses.
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("fc00::/7"), // unique local addresses (RFC 4193)
 }
@@ -134,7 +135,7 @@ var nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
 var ipv4Compatible = netip.MustParsePrefix("::/96")
 
 // AddressPolicy decides which resolved addresses a connection to a target
-// cluster may reach. Its zero value refuses loopback, link-local,
+// cluster, or to a source's registry, may reach. Its zero value refuses loopback, link-local,
 // unspecified and metadata-service addresses (MetadataAddresses), and the
 // IPv6 addresses that reach those through NAT64 (the well-known and the
 // local-use prefix) or as IPv4-compatible addresses (IPv4-mapped addresses
