@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -30,13 +31,16 @@ const (
 	// WhyDenied: the address is in a range the operator denies
 	// (--deny-cidr).
 	WhyDenied = "denied"
+	// WhyPrivate: the address is in a private range (PrivateRanges) and the
+	// policy refuses those (AddressPolicy.DenyPrivate).
+	WhyPrivate = "private"
 	// WhyInvalid: the address is not an IP address and port.
 	WhyInvalid = "invalid"
 )
 
-// allowLoopbackHint tells how to allow the addresses that AllowLoopback
-// allows.
-const allowLoopbackHint = " (convoy-apiserver --allow-loopback-clusters allows it for local development)"
+// ClustersLoopbackFlag is the flag that allows loopback addresses to the
+// Clusters' kubeconfigs: the LoopbackFlag of a policy that names none.
+const ClustersLoopbackFlag = "--allow-loopback-clusters"
 
 // AddressNotAllowedError is the error of a connection that an AddressPolicy
 // refuses.
@@ -44,17 +48,25 @@ type AddressNotAllowedError struct {
 	// Address is the refused "ip:port", after DNS resolution.
 	Address string
 	// Why is WhyLoopback, WhyLinkLocal, WhyUnspecified, WhyMetadata,
-	// WhyDenied or WhyInvalid.
+	// WhyDenied, WhyPrivate or WhyInvalid.
 	Why string
-	// Range is the denied range that holds Address (WhyDenied).
+	// Range is the denied or private range that holds Address (WhyDenied,
+	// WhyPrivate).
 	Range netip.Prefix
+	// Flag is the flag of convoy-apiserver that allows Address, named in
+	// the message; empty: none does.
+	Flag string
 }
 
-// Error says which address is refused and why.
+// Error says which address is refused, why, and which flag allows it.
 func (e *AddressNotAllowedError) Error() string {
 	msg := fmt.Sprintf("connecting to %s is not allowed: %s", e.Address, e.describe())
-	if e.Why == WhyLoopback || e.Why == WhyUnspecified {
-		msg += allowLoopbackHint
+	switch {
+	case e.Flag == "":
+	case e.Why == WhyPrivate:
+		msg += fmt.Sprintf(" (convoy-apiserver %s allows private addresses)", e.Flag)
+	default:
+		msg += fmt.Sprintf(" (convoy-apiserver %s allows it for local development)", e.Flag)
 	}
 	return msg
 }
@@ -70,6 +82,8 @@ func (e *AddressNotAllowedError) describe() string {
 		return "it is a cloud metadata service"
 	case WhyDenied:
 		return fmt.Sprintf("it is in %s, which convoy-apiserver denies (--deny-cidr)", e.Range)
+	case WhyPrivate:
+		return fmt.Sprintf("it is in the private range %s, which may hold the cluster's own network", e.Range)
 	default:
 		return fmt.Sprintf("it is a %s address", e.Why)
 	}
@@ -83,6 +97,25 @@ var MetadataAddresses = []netip.Addr{
 	netip.MustParseAddr("fd00:ec2::254"),   // AWS EC2 instance metadata over IPv6 (Nitro)
 	netip.MustParseAddr("100.100.100.200"), // Alibaba Cloud ECS metadata
 	netip.MustParseAddr("192.0.0.192"),     // Oracle Cloud Infrastructure metadata (legacy address)
+	// Azure's WireServer: the VM agent's channel to the host, which hands
+	// out the VM's certificates and extension settings (their secrets with
+	// them) to whoever asks from the VM.
+	netip.MustParseAddr("168.63.129.16"),
+}
+
+// PrivateRanges are the private ranges an AddressPolicy with DenyPrivate
+// refuses: they hold a cluster's own network (its nodes, control plane,
+// Services and Pods) and an organization's internal services.
+var PrivateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),     // RFC 1918
+	netip.MustParsePrefix("172.16.0.0/12"),  // RFC 1918
+	netip.MustParsePrefix("192.168.0.0/16"), // RFC 1918
+	// Shared address space (RFC 6598, carrier-grade NAT): not RFC 1918,
+	// but clusters take their Pod network from it as if it were (EKS with
+	// custom networking, GKE with non-RFC 1918 ranges), and overlay VPNs
+	// (Tailscale) their nodes' addresses.
+	netip.MustParsePrefix("100.64.0.0/10"),
+	netip.MustParsePrefix("fc00::/7"), // unique local addresses (RFC 4193)
 }
 
 // nat64 is the well-known prefix of NAT64 (RFC 6052): 64:ff9b::a9fe:a9fe
@@ -90,17 +123,42 @@ var MetadataAddresses = []netip.Addr{
 // holds is checked too.
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
+// nat64Local is the local-use prefix of NAT64 (RFC 8215). An operator may
+// take from it a prefix of any length RFC 6052 defines, so where the IPv4
+// address sits is not known: the layouts of a /48 (the prefix itself) and
+// of a /96 are both judged.
+var nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+
+// ipv4Compatible is the deprecated IPv4-compatible form (RFC 4291,
+// ::a.b.c.d): a stack that still routes it reaches the IPv4 address it
+// holds, so that address is checked too.
+var ipv4Compatible = netip.MustParsePrefix("::/96")
+
 // AddressPolicy decides which resolved addresses a connection to a target
-// cluster may reach. Its zero value refuses loopback, link-local,
-// unspecified and metadata-service addresses (MetadataAddresses), and, in
-// the well-known NAT64 prefix, the IPv6 addresses of those.
+// cluster, or to a source's registry, may reach. Its zero value refuses loopback, link-local,
+// unspecified and metadata-service addresses (MetadataAddresses), and the
+// IPv6 addresses that reach those through NAT64 (the well-known and the
+// local-use prefix) or as IPv4-compatible addresses (IPv4-mapped addresses
+// are judged as the IPv4 address they are).
 type AddressPolicy struct {
 	// AllowLoopback allows loopback and unspecified addresses, for target
 	// clusters that run on the local host during development.
 	AllowLoopback bool
+	// DenyPrivate refuses the private ranges too (PrivateRanges), for
+	// connections to an address a tenant chooses (a source's registry),
+	// which must not probe the cluster's own network. Clusters' kubeconfigs
+	// often point at private addresses, so their policy leaves it off.
+	DenyPrivate bool
 	// Deny are ranges refused besides (--deny-cidr): the operator's own
 	// metadata services, the nodes' or the control plane's networks.
 	Deny []netip.Prefix
+	// LoopbackFlag is the flag that sets AllowLoopback, named in the
+	// refusal of a loopback or unspecified address; empty:
+	// ClustersLoopbackFlag.
+	LoopbackFlag string
+	// PrivateFlag is the flag that turns DenyPrivate off, named in the
+	// refusal of a private address; empty: none is named.
+	PrivateFlag string
 }
 
 // Control refuses a connection to a not allowed address with a
@@ -114,11 +172,17 @@ func (p AddressPolicy) Control(network, address string, _ syscall.RawConn) error
 		return nil
 	}
 	refused := &AddressNotAllowedError{Address: address, Why: why, Range: denied}
+	switch why {
+	case WhyLoopback, WhyUnspecified:
+		refused.Flag = cmp.Or(p.LoopbackFlag, ClustersLoopbackFlag)
+	case WhyPrivate:
+		refused.Flag = p.PrivateFlag
+	}
 	return &failure.Error{Reason: ReasonAddressNotAllowed, Message: refused.Error(), Err: refused}
 }
 
 // refusal returns the Why of refusing address, or "" when it is allowed,
-// and the denied range for WhyDenied.
+// and the range for WhyDenied and WhyPrivate.
 func (p AddressPolicy) refusal(address string) (string, netip.Prefix) {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
@@ -128,11 +192,44 @@ func (p AddressPolicy) refusal(address string) (string, netip.Prefix) {
 	if why, denied := p.refusalOf(ip); why != "" {
 		return why, denied
 	}
-	if nat64.Contains(ip) {
-		embedded := ip.As16()
-		return p.refusalOf(netip.AddrFrom4([4]byte(embedded[12:])))
+	for _, embedded := range embeddedIPv4(ip) {
+		if why, denied := p.refusalOf(embedded); why != "" {
+			return why, denied
+		}
 	}
 	return "", netip.Prefix{}
+}
+
+// embeddedIPv4 returns the IPv4 addresses that the IPv6 address ip (without
+// zone, unmapped) may reach through a translator or an old stack: the one of
+// the well-known NAT64 prefix, those of the /48 and /96 layouts of the
+// local-use NAT64 prefix, the one of an IPv4-compatible address.
+func embeddedIPv4(ip netip.Addr) []netip.Addr {
+	if !ip.Is6() {
+		return nil
+	}
+	b := ip.As16()
+	last32 := netip.AddrFrom4([4]byte(b[12:]))
+	switch {
+	case nat64.Contains(ip):
+		return []netip.Addr{last32}
+	case nat64Local.Contains(ip):
+		// RFC 6052, section 2.2: a /48 prefix holds the IPv4 address in
+		// bits 48 to 63 and 72 to 87, around the u octet (bits 64 to 71).
+		// The layout not in use reads zero bits there, 0.0.0.0, which no
+		// gateway forwards to: judged as unspecified, it would refuse the
+		// whole prefix, so it is left out.
+		var out []netip.Addr
+		for _, a := range []netip.Addr{netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}), last32} {
+			if !a.IsUnspecified() {
+				out = append(out, a)
+			}
+		}
+		return out
+	case ipv4Compatible.Contains(ip) && !ip.IsUnspecified() && !ip.IsLoopback():
+		return []netip.Addr{last32}
+	}
+	return nil
 }
 
 // refusalOf is refusal of one IP address, without zone, unmapped.
@@ -147,9 +244,18 @@ func (p AddressPolicy) refusalOf(ip netip.Addr) (string, netip.Prefix) {
 	case slices.Contains(MetadataAddresses, ip):
 		return WhyMetadata, netip.Prefix{}
 	}
+	// The operator's ranges come before the private ones: an address in
+	// both is refused whatever DenyPrivate, and its message says so.
 	for _, r := range p.Deny {
 		if r.Contains(ip) {
 			return WhyDenied, r
+		}
+	}
+	if p.DenyPrivate {
+		for _, r := range PrivateRanges {
+			if r.Contains(ip) {
+				return WhyPrivate, r
+			}
 		}
 	}
 	return "", netip.Prefix{}

@@ -44,6 +44,33 @@ func TestAddressPolicyControl(t *testing.T) {
 		{address: "[64:ff9b::7f00:1]:443", strict: WhyLoopback},
 		{address: "[64:ff9b::6464:64c8]:80", strict: WhyMetadata, loose: WhyMetadata},
 		{address: "[64:ff9b::c000:20a]:443"},
+		// Azure's WireServer, IPv4 and IPv4-mapped.
+		{address: "168.63.129.16:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::ffff:a83f:8110]:32526", strict: WhyMetadata, loose: WhyMetadata},
+		// IPv4-compatible addresses (::a.b.c.d) are judged as the IPv4
+		// address they hold; :: and ::1 are themselves.
+		{address: "[::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[::169.254.169.254]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[::a83f:8110]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::6464:64c8]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[::7f00:1]:443", strict: WhyLoopback},
+		{address: "[::c000:20a]:443"},
+		{address: "[::2]:443"},
+		// The local-use NAT64 prefix: the IPv4 address of the /96 layout
+		// (the last 32 bits, whatever the 48 bits after the prefix)...
+		{address: "[64:ff9b:1::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b:1:ab:cd::a9fe:a9fe]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b:1::a83f:8110]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[64:ff9b:1::7f00:1]:443", strict: WhyLoopback},
+		// ... and of the /48 layout (bits 48-63 and 72-87).
+		{address: "[64:ff9b:1:a9fe:a9:fe00::]:80", strict: WhyLinkLocal, loose: WhyLinkLocal},
+		{address: "[64:ff9b:1:a83f:81:1000::]:80", strict: WhyMetadata, loose: WhyMetadata},
+		{address: "[64:ff9b:1:7f00:0:100::]:443", strict: WhyLoopback},
+		// Elsewhere the prefix is allowed: the zero bits of the layout not
+		// in use are not taken for 0.0.0.0.
+		{address: "[64:ff9b:1::c000:20a]:443"},
+		{address: "[64:ff9b:1:c000:2:a00::]:443"},
+		{address: "[64:ff9b:1::]:443"},
 		{address: "[fd00:ec2::253]:53"},
 		{address: "100.100.100.201:80"},
 		{address: "0.0.0.0:443", strict: WhyUnspecified},
@@ -82,32 +109,121 @@ func TestAddressPolicyControl(t *testing.T) {
 	}
 }
 
+// The message names the flag of the policy that refused: a Cluster's
+// (the zero policy) or a source's, which names flags of its own.
 func TestAddressNotAllowedErrorMessage(t *testing.T) {
+	sources := AddressPolicy{DenyPrivate: true, LoopbackFlag: "--allow-loopback-sources", PrivateFlag: "--allow-private-sources"}
 	for _, tc := range []struct {
-		err  *AddressNotAllowedError
-		want string
+		policy  AddressPolicy
+		address string
+		want    string
 	}{
 		{
-			err:  &AddressNotAllowedError{Address: "169.254.169.254:443", Why: WhyLinkLocal},
-			want: "connecting to 169.254.169.254:443 is not allowed: it is a link-local address",
+			address: "169.254.169.254:443",
+			want:    "connecting to 169.254.169.254:443 is not allowed: it is a link-local address",
 		},
 		{
-			err:  &AddressNotAllowedError{Address: "127.0.0.1:443", Why: WhyLoopback},
-			want: "connecting to 127.0.0.1:443 is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-clusters allows it for local development)",
+			address: "127.0.0.1:443",
+			want:    "connecting to 127.0.0.1:443 is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-clusters allows it for local development)",
 		},
 		{
-			err:  &AddressNotAllowedError{Address: "0.0.0.0:443", Why: WhyUnspecified},
-			want: "connecting to 0.0.0.0:443 is not allowed: it is an unspecified address, which reaches the local host (convoy-apiserver --allow-loopback-clusters allows it for local development)",
+			address: "0.0.0.0:443",
+			want:    "connecting to 0.0.0.0:443 is not allowed: it is an unspecified address, which reaches the local host (convoy-apiserver --allow-loopback-clusters allows it for local development)",
 		},
 		{
-			err:  &AddressNotAllowedError{Address: "not-an-ip:1", Why: WhyInvalid},
-			want: "connecting to not-an-ip:1 is not allowed: it is not an IP address and port",
+			address: "not-an-ip:1",
+			want:    "connecting to not-an-ip:1 is not allowed: it is not an IP address and port",
+		},
+		{
+			address: "168.63.129.16:80",
+			want:    "connecting to 168.63.129.16:80 is not allowed: it is a cloud metadata service",
+		},
+		{
+			policy:  sources,
+			address: "127.0.0.1:443",
+			want:    "connecting to 127.0.0.1:443 is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-sources allows it for local development)",
+		},
+		{
+			policy:  sources,
+			address: "[::]:443",
+			want:    "connecting to [::]:443 is not allowed: it is an unspecified address, which reaches the local host (convoy-apiserver --allow-loopback-sources allows it for local development)",
+		},
+		{
+			policy:  sources,
+			address: "10.96.0.1:443",
+			want:    "connecting to 10.96.0.1:443 is not allowed: it is in the private range 10.0.0.0/8, which may hold the cluster's own network (convoy-apiserver --allow-private-sources allows private addresses)",
+		},
+		{
+			policy:  sources,
+			address: "169.254.169.254:80",
+			want:    "connecting to 169.254.169.254:80 is not allowed: it is a link-local address",
 		},
 	} {
-		t.Run(tc.err.Why, func(t *testing.T) {
-			assert.Equal(t, tc.want, tc.err.Error())
+		t.Run(tc.address, func(t *testing.T) {
+			err := tc.policy.Control("tcp", tc.address, nil)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
 		})
 	}
+}
+
+// DenyPrivate refuses the private ranges, IPv4 and IPv6, however written,
+// after the metadata services and the operator's ranges; without it they
+// are allowed.
+func TestAddressPolicyDenyPrivate(t *testing.T) {
+	p := AddressPolicy{DenyPrivate: true}
+	for _, tc := range []struct {
+		address string
+		why     string
+		// rng is the range of the refusal, for WhyPrivate and WhyDenied.
+		rng string
+	}{
+		{address: "10.1.2.3:443", why: WhyPrivate, rng: "10.0.0.0/8"},
+		{address: "172.16.0.1:443", why: WhyPrivate, rng: "172.16.0.0/12"},
+		{address: "172.31.255.254:443", why: WhyPrivate, rng: "172.16.0.0/12"},
+		{address: "192.168.1.1:443", why: WhyPrivate, rng: "192.168.0.0/16"},
+		{address: "100.64.0.1:443", why: WhyPrivate, rng: "100.64.0.0/10"},
+		{address: "100.127.255.254:443", why: WhyPrivate, rng: "100.64.0.0/10"},
+		{address: "[fd12:3456::1]:443", why: WhyPrivate, rng: "fc00::/7"},
+		{address: "[fc00::1]:443", why: WhyPrivate, rng: "fc00::/7"},
+		{address: "[::ffff:10.0.0.1]:443", why: WhyPrivate, rng: "10.0.0.0/8"},
+		{address: "[64:ff9b::c0a8:101]:443", why: WhyPrivate, rng: "192.168.0.0/16"},
+		{address: "[64:ff9b:1::a00:1]:443", why: WhyPrivate, rng: "10.0.0.0/8"},
+		{address: "[::a00:1]:443", why: WhyPrivate, rng: "10.0.0.0/8"},
+		{address: "100.100.100.200:80", why: WhyMetadata},
+		{address: "[fd00:ec2::254]:80", why: WhyMetadata},
+		{address: "172.32.0.1:443"},
+		{address: "100.128.0.1:443"},
+		{address: "11.0.0.1:443"},
+		{address: "192.0.2.10:443"},
+		{address: "[2001:db8::1]:443"},
+		{address: "[fe00::1]:443"},
+	} {
+		t.Run(tc.address, func(t *testing.T) {
+			if tc.why != WhyMetadata {
+				assert.NoError(t, AddressPolicy{}.Control("tcp", tc.address, nil), "allowed without DenyPrivate")
+			}
+			err := p.Control("tcp", tc.address, nil)
+			if tc.why == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var notAllowed *AddressNotAllowedError
+			require.ErrorAs(t, err, &notAllowed)
+			assert.Equal(t, tc.why, notAllowed.Why)
+			if tc.rng != "" {
+				assert.Equal(t, tc.rng, notAllowed.Range.String())
+			}
+		})
+	}
+	// An operator's range comes first: its refusal names --deny-cidr,
+	// which --allow-private-sources would not lift.
+	denied := AddressPolicy{DenyPrivate: true, PrivateFlag: "--allow-private-sources", Deny: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}}
+	err := denied.Control("tcp", "10.96.0.1:443", nil)
+	var notAllowed *AddressNotAllowedError
+	require.ErrorAs(t, err, &notAllowed)
+	assert.Equal(t, WhyDenied, notAllowed.Why)
+	assert.NotContains(t, err.Error(), "--allow-private-sources")
 }
 
 // The operator's ranges are refused too, IPv4 and IPv6, and the message

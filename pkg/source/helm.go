@@ -77,6 +77,9 @@ type helmResolution struct {
 // resolveHelm reads the index (kept for ResolveMaxAge per URL and
 // credentials) and picks the version.
 func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoyv1alpha1.HelmRepositorySource, inputs Inputs) (*helmResolution, error) {
+	if err := refuseUserinfo(src.URL); err != nil {
+		return nil, err
+	}
 	base, err := url.Parse(strings.TrimSuffix(src.URL, "/") + "/")
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, failure.New(ReasonSourceInvalid, nil, "%s is not an http(s) URL of a repository", src.URL)

@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -27,6 +29,9 @@ type repository struct {
 	user, password string
 	index          string
 	files          map[string][]byte
+	// redirects answer a path with a 302 to a URL, once the credentials
+	// are checked.
+	redirects map[string]string
 
 	mu       sync.Mutex
 	requests []string
@@ -34,7 +39,14 @@ type repository struct {
 
 func startRepository(t *testing.T, user, password string) *repository {
 	t.Helper()
-	r := &repository{user: user, password: password, files: map[string][]byte{}}
+	return startRepositoryAt(t, "127.0.0.1:0", true, user, password)
+}
+
+// startRepositoryAt starts a repository on the loopback address addr, over
+// https or plain http.
+func startRepositoryAt(t *testing.T, addr string, https bool, user, password string) *repository {
+	t.Helper()
+	r := &repository{user: user, password: password, files: map[string][]byte{}, redirects: map[string]string{}}
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		u, p, ok := req.BasicAuth()
 		r.mu.Lock()
@@ -42,6 +54,10 @@ func startRepository(t *testing.T, user, password string) *repository {
 		r.mu.Unlock()
 		if r.user != "" && (!ok || u != r.user || p != r.password) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if to, ok := r.redirects[req.URL.Path]; ok {
+			http.Redirect(w, req, to, http.StatusFound)
 			return
 		}
 		if req.URL.Path == "/index.yaml" {
@@ -55,11 +71,15 @@ func startRepository(t *testing.T, user, password string) *repository {
 		}
 		_, _ = w.Write(data)
 	}))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	r.Listener.Close()
 	r.Listener = ln
-	r.StartTLS()
+	if https {
+		r.StartTLS()
+	} else {
+		r.Start()
+	}
 	t.Cleanup(r.Close)
 	return r
 }
@@ -177,22 +197,32 @@ func countPrefix(lines []string, prefix string) int {
 	return n
 }
 
-// A chart URL, or a redirect, to a link-local address is refused by the
-// dialer's hook, before any packet.
+// A chart URL to a link-local or a private address is refused by the
+// dialer's hook, before any packet (a redirect there:
+// TestHelmRepositoryRedirects).
 func TestSourceAddressPolicy(t *testing.T) {
 	repo := startRepository(t, "", "")
 	chart := []byte("chart")
 	digest := strings.TrimPrefix(sha256Hex(chart), "sha256:")
-	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  meta:\n  - {version: 1.0.0, urls: [https://169.254.169.254/latest/x.tgz], digest: %s}\n  six:\n  - {version: 1.0.0, urls: [\"https://[fe80::1]/x.tgz\"], digest: %s}\n", digest, digest)
+	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  meta:\n  - {version: 1.0.0, urls: [https://169.254.169.254/latest/x.tgz], digest: %[1]s}\n  six:\n  - {version: 1.0.0, urls: [\"https://[fe80::1]/x.tgz\"], digest: %[1]s}\n  private:\n  - {version: 1.0.0, urls: [https://10.96.0.1/x.tgz], digest: %[1]s}\n", digest)
 	inputs := inputsOf(caSecret("ca", repo.Server))
 	f, _ := newFetcher(t)
+	dialed := loopbackOnly(t, f)
 	for chartName, want := range map[string]string{"meta": "169.254.169.254:443", "six": "[fe80::1]:443"} {
 		ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: chartName,
 			CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, "AddressNotAllowed")
 		assert.Contains(t, ferr.Message, "connecting to "+want+" is not allowed: it is a link-local address")
+		// The refusal is the dialer's hook, which runs before a packet.
+		assert.Contains(t, dialed.taken(), want)
 	}
+	// A private address is refused for sources (the cluster's own network
+	// is not a tenant's to probe), and the message names the sources' flag.
+	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "private",
+		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, "AddressNotAllowed")
+	assert.Contains(t, ferr.Message, "connecting to 10.96.0.1:443 is not allowed: it is in the private range 10.0.0.0/8, which may hold the cluster's own network (convoy-apiserver --allow-private-sources allows private addresses)")
+	assert.Contains(t, dialed.taken(), "10.96.0.1:443")
 	// Plain http to anything but loopback is refused before a connection.
-	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
+	ferr = fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
 	assert.Contains(t, ferr.Message, "plain http to 192.0.2.1 is refused")
 }
 
@@ -219,4 +249,85 @@ func TestIndexLimits(t *testing.T) {
 	short, err := parseIndex(src.URL, []byte("entries:\n  a:\n  - {version: '1', urls: [u], digest: d}\n"))
 	require.NoError(t, err)
 	assert.Greater(t, short.size(), len("a")+len("1")+len("u")+len("d")+int(unsafe.Sizeof(indexEntry{})))
+}
+
+// A repository's redirect of the index or of a chart is followed, with the
+// credentials only to the repository's own origin (scheme, host and port):
+// not to another port of the same host, to which net/http itself would send
+// them, nor to another loopback address. A redirect to a link-local address
+// is refused by the dialer's hook, before any packet.
+func TestHelmRepositoryRedirects(t *testing.T) {
+	ctx := context.Background()
+	chart := []byte("chart")
+	digest := strings.TrimPrefix(sha256Hex(chart), "sha256:")
+	index := fmt.Sprintf("apiVersion: v1\nentries:\n  web:\n  - {version: 1.0.0, urls: [web.tgz], digest: %s}\n", digest)
+	// otherAddress is another loopback address: on Linux all of 127.0.0.0/8
+	// is. httptest's certificate is not valid for it, so it serves plain
+	// http, which the loopback flag allows.
+	other := "127.0.0.2:0"
+	if ln, err := net.Listen("tcp", other); err != nil {
+		t.Skipf("no loopback address %s here: %v", other, err)
+	} else {
+		ln.Close()
+	}
+	for _, tc := range []struct {
+		name string
+		// path is what the repository redirects: /index.yaml or /web.tgz.
+		path string
+		// target starts the server redirected to; nil: none, to is the URL.
+		target func(t *testing.T) *repository
+		to     string
+		// auth is whether the target may see the credentials.
+		auth bool
+		// why is the refusal of the redirect, "" when followed.
+		why string
+	}{
+		{name: "index, same origin", path: "/index.yaml", auth: true},
+		{name: "index, same host, another port", path: "/index.yaml", target: func(t *testing.T) *repository { return startRepository(t, "", "") }},
+		{name: "index, another loopback address", path: "/index.yaml", target: func(t *testing.T) *repository { return startRepositoryAt(t, other, false, "", "") }},
+		{name: "index, link-local", path: "/index.yaml", to: "https://169.254.169.254/latest/index.yaml", why: cluster.WhyLinkLocal},
+		{name: "chart, same origin", path: "/web.tgz", auth: true},
+		{name: "chart, same host, another port", path: "/web.tgz", target: func(t *testing.T) *repository { return startRepository(t, "", "") }},
+		{name: "chart, another loopback address", path: "/web.tgz", target: func(t *testing.T) *repository { return startRepositoryAt(t, other, false, "", "") }},
+		{name: "chart, link-local", path: "/web.tgz", to: "https://169.254.169.254/latest/web.tgz", why: cluster.WhyLinkLocal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := startRepository(t, "bob", "pw")
+			repo.index = index
+			repo.files["web.tgz"] = chart
+			// The target serves the index and the chart under /moved.
+			target := repo
+			if tc.target != nil {
+				target = tc.target(t)
+			}
+			target.files["moved/index.yaml"] = []byte(index)
+			target.files["moved/web.tgz"] = chart
+			repo.redirects[tc.path] = cmp.Or(tc.to, target.URL+"/moved"+tc.path)
+			inputs := inputsOf(caSecret("ca", repo.Server),
+				secret("creds", corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("bob"), "password": []byte("pw")}))
+			f, _ := newFetcher(t)
+			dialed := loopbackOnly(t, f)
+			release := helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "web",
+				SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "creds"}, CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}})
+
+			if tc.why != "" {
+				ferr := fetchErr(t, f, release, inputs, cluster.ReasonAddressNotAllowed)
+				var notAllowed *cluster.AddressNotAllowedError
+				require.ErrorAs(t, ferr, &notAllowed)
+				assert.Equal(t, tc.why, notAllowed.Why)
+				assert.Equal(t, "169.254.169.254:443", notAllowed.Address)
+				assert.Contains(t, dialed.taken(), "169.254.169.254:443", "refused by the dialer's hook")
+				return
+			}
+			got, err := f.Fetch(ctx, release, inputs)
+			require.NoError(t, err)
+			assert.Equal(t, chart, got.Chart)
+			requests := repo.taken()
+			assert.Contains(t, requests, "GET "+tc.path+" auth=true", "the credentials go to the repository")
+			if target != repo {
+				requests = target.taken()
+			}
+			assert.Contains(t, requests, fmt.Sprintf("GET /moved%s auth=%v", tc.path, tc.auth))
+		})
+	}
 }

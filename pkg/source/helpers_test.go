@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/pem"
+	"fmt"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +28,7 @@ import (
 )
 
 // newFetcher is a Fetcher that may reach loopback (the registries of the
-// tests), on a fake clock.
+// tests), and only loopback (loopbackOnly), on a fake clock.
 func newFetcher(t *testing.T, change ...func(*Options)) (*Fetcher, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	clk := clocktesting.NewFakePassiveClock(time.Now())
@@ -32,7 +36,47 @@ func newFetcher(t *testing.T, change ...func(*Options)) (*Fetcher, *clocktesting
 	for _, c := range change {
 		c(&opts)
 	}
-	return NewFetcher(opts), clk
+	f := NewFetcher(opts)
+	loopbackOnly(t, f)
+	return f, clk
+}
+
+// dials are the addresses a Fetcher's dialer was asked to connect to, in
+// order, each before its policy's verdict.
+type dials struct {
+	mu        sync.Mutex
+	addresses []string
+}
+
+func (d *dials) taken() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.addresses
+	d.addresses = nil
+	return out
+}
+
+// loopbackOnly makes the dialer of f record each address, ask f's policy,
+// and then refuse whatever the policy allowed off 127.0.0.0/8 and ::1,
+// failing the test: no test sends a packet off loopback, even when a
+// policy or a redirect goes wrong. It must be called before f's first
+// fetch (f keeps its clients).
+func loopbackOnly(t *testing.T, f *Fetcher) *dials {
+	d := &dials{}
+	f.dialControl = func(network, address string, c syscall.RawConn) error {
+		d.mu.Lock()
+		d.addresses = append(d.addresses, address)
+		d.mu.Unlock()
+		if err := f.opts.Policy.Control(network, address, c); err != nil {
+			return err
+		}
+		if ap, err := netip.ParseAddrPort(address); err != nil || !ap.Addr().Unmap().IsLoopback() {
+			t.Errorf("the address policy allowed %s, off loopback: refused by the test", address)
+			return fmt.Errorf("test: %s is off loopback", address)
+		}
+		return nil
+	}
+	return d
 }
 
 // startRegistry starts a registry on 127.0.0.1, closed with the test.

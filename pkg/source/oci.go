@@ -268,6 +268,9 @@ func (f *Fetcher) readBlob(ctx context.Context, puller *remote.Puller, repo name
 
 // repositoryOf parses oci://HOST[:PORT]/PATH.
 func repositoryOf(url string, allowPlainLoopback bool) (name.Repository, error) {
+	if err := refuseUserinfo(url); err != nil {
+		return name.Repository{}, err
+	}
 	ref, ok := strings.CutPrefix(url, "oci://")
 	if !ok {
 		return name.Repository{}, failure.New(ReasonSourceInvalid, nil, "%s is not an oci:// URL", url)
@@ -339,6 +342,12 @@ func registryFailure(what string, err error) error {
 	}
 	if strings.Contains(err.Error(), "does not match requested digest") {
 		return failure.New(ReasonDigestMismatch, err, "%s", what)
+	}
+	// The registry client refuses a redirect to a private or link-local
+	// address literal itself, before the dialer would: the same refusal
+	// as the address policy's, so the same reason.
+	if strings.Contains(err.Error(), "SSRF protection") {
+		return failure.New(cluster.ReasonAddressNotAllowed, err, "%s: the registry redirected to a private or link-local address, which is not allowed", what)
 	}
 	if netFail := cluster.NetworkFailure(err); netFail != "" {
 		return failure.New(ReasonSourceUnreachable, err, "%s: the registry is unreachable (%s)", what, netFail)

@@ -14,6 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -169,10 +170,30 @@ func TestOCIRefusals(t *testing.T) {
 		assert.Contains(t, ferr.Message, "--fetch-timeout")
 		assert.Equal(t, ReasonFetchTimeout, failure.Reason(<-resolved))
 	})
+	t.Run("a blob redirected to a link-local address, refused before any packet", func(t *testing.T) {
+		reg := startRegistry(t, ociregistry.Options{Hook: func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+				http.Redirect(w, r, "https://169.254.169.254/latest"+r.URL.Path, http.StatusTemporaryRedirect)
+				return true
+			}
+			return false
+		}})
+		_, err := reg.PushChart(ctx, "charts/web", "1", chartTGZ, []byte(`{}`))
+		require.NoError(t, err)
+		f, _ := newFetcher(t)
+		dialed := loopbackOnly(t, f)
+		// go-containerregistry refuses a redirect to a link-local address
+		// literal before a dial (a host name that resolves to one is the
+		// dialer's hook's, as for Helm repositories).
+		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), cluster.ReasonAddressNotAllowed)
+		assert.Contains(t, ferr.Message, "reading the layer: the registry redirected to a private or link-local address, which is not allowed")
+		assert.Contains(t, ferr.Error(), `"169.254.169.254"`)
+		assert.NotContains(t, dialed.taken(), "169.254.169.254:443")
+	})
 	t.Run("loopback refused without the development flag, before any packet", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{})
 		ferr := fetchErr(t, Default(), ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), "AddressNotAllowed")
-		assert.Contains(t, ferr.Message, "is not allowed: it is a loopback address")
+		assert.Contains(t, ferr.Message, "is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-sources allows it for local development)")
 		assert.Empty(t, reg.Requests())
 	})
 }

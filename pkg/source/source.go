@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -57,8 +58,16 @@ const (
 // Options configure a Fetcher. Zero fields take their defaults.
 type Options struct {
 	// Policy refuses the addresses no source may reach, after DNS
-	// resolution (AllowLoopback for local development only).
+	// resolution (AllowLoopback for local development only). NewFetcher
+	// sets its DenyPrivate (from AllowPrivate) and the flags its refusals
+	// name: the sources' own, not the Clusters'.
 	Policy cluster.AddressPolicy
+	// AllowPrivate lets sources reach the private ranges
+	// (cluster.PrivateRanges; --allow-private-sources). Off, a Release's
+	// URL, a tenant's choice, cannot reach the cluster's own network (its
+	// Services, Pods, nodes, control plane): neither its answers nor the
+	// error of a probe tell what listens there.
+	AllowPrivate bool
 	// Timeout bounds one fetch: resolving, downloading and verifying
 	// (--fetch-timeout).
 	Timeout time.Duration
@@ -89,6 +98,9 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
+	o.Policy.DenyPrivate = !o.AllowPrivate
+	o.Policy.LoopbackFlag = "--allow-loopback-sources"
+	o.Policy.PrivateFlag = "--allow-private-sources"
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -167,6 +179,11 @@ type Fetcher struct {
 	pullers     *agecache.Cache[string, *remote.Puller]
 	// flights share the requests in flight (shared).
 	flights singleflight.Group
+	// dialControl, when set, is the dialers' Control in place of the
+	// policy's: the tests set one that asks the policy and then refuses
+	// any address off loopback, so a policy that lets an address through
+	// fails a test without a packet sent there.
+	dialControl func(network, address string, c syscall.RawConn) error
 }
 
 // NewFetcher returns a Fetcher.
@@ -194,7 +211,8 @@ func (f *Fetcher) Limits() Options { return f.opts }
 // tools; convoy-apiserver builds its own from its flags.
 var defaultFetcher = NewFetcher(Options{})
 
-// Default returns a Fetcher with the default Options (loopback refused).
+// Default returns a Fetcher with the default Options (loopback and private
+// ranges refused).
 func Default() *Fetcher { return defaultFetcher }
 
 // errFetchTimeout is the cause of the deadline of a fetch.
@@ -275,6 +293,42 @@ func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 		return r.resolved.Digest, nil
 	}
 	return "", nil
+}
+
+// refuseUserinfo refuses a source URL with user information
+// (https://user:password@host): the URL is printed in messages, Events and
+// resolvedSource, so a password in it would be too. The CRD refuses such a
+// URL; this check is for a Release stored before that rule. The message
+// holds the URL without its user information, so neither the password nor
+// the user name is printed.
+func refuseUserinfo(rawURL string) error {
+	redacted, had := withoutUserinfo(rawURL)
+	if !had {
+		return nil
+	}
+	return failure.New(ReasonSourceInvalid, nil, "%s: the URL must not hold credentials (user:password@): use secretRef", redacted)
+}
+
+// withoutUserinfo returns rawURL without the user information of its
+// authority, and whether it had one. It reads the text, so a URL that does
+// not parse is redacted as well: the authority follows the first "//" up to
+// the first "/", "?" or "#", and its user information is what comes before
+// its last "@", as net/url reads them.
+func withoutUserinfo(rawURL string) (string, bool) {
+	_, rest, ok := strings.Cut(rawURL, "//")
+	if !ok {
+		return rawURL, false
+	}
+	start := len(rawURL) - len(rest)
+	authority := rest
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		authority = rest[:end]
+	}
+	at := strings.LastIndex(authority, "@")
+	if at < 0 {
+		return rawURL, false
+	}
+	return rawURL[:start] + rest[at+1:], true
 }
 
 // configMap reads a source ConfigMap: a packaged chart in binaryData

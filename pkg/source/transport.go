@@ -34,9 +34,13 @@ func (f *Fetcher) clientFor(tlsCfg *tls.Config, tlsKey string) *client {
 	if c, ok := f.clients.Get(tlsKey); ok {
 		return c
 	}
+	dialer := f.opts.Policy.Dialer(30 * time.Second)
+	if f.dialControl != nil {
+		dialer.Control = f.dialControl
+	}
 	base := &http.Transport{
 		Proxy:                 nil,
-		DialContext:           f.opts.Policy.Dialer(30 * time.Second).DialContext,
+		DialContext:           dialer.DialContext,
 		TLSClientConfig:       tlsCfg,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 30 * time.Second,

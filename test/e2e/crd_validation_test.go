@@ -67,6 +67,19 @@ func TestCRDValidation(t *testing.T) {
 		{name: "bad values kind", object: release(`
   source: {configMap: {name: m}}
   content: {valuesFrom: [{kind: Pod, name: x}]}`), wantErr: "spec.content.valuesFrom[0].kind"},
+		{name: "helm repository URL with a password", object: release(`
+  source: {helmRepository: {url: "https://alice:s3cr3t@charts.example.test/stable", chart: web}}`),
+			wantErr: "must not hold credentials (user:password@): use secretRef"},
+		{name: "helm repository URL with a user", object: release(`
+  source: {helmRepository: {url: "https://alice@charts.example.test", chart: web}}`),
+			wantErr: "must not hold credentials (user:password@): use secretRef"},
+		{name: "helm repository URL with @ in its path", object: release(`
+  source: {helmRepository: {url: "https://charts.example.test/team@x/stable", chart: web}}`)},
+		{name: "OCI repository URL with a password", object: release(`
+  source: {ociRepository: {url: "oci://alice:s3cr3t@registry.example.test/charts/web", tag: "1"}}`),
+			wantErr: "must not hold credentials (user:password@): use secretRef"},
+		{name: "OCI repository URL without credentials", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test:5000/charts/web", tag: "1"}}`)},
 		{name: "rule set without rules", object: `apiVersion: convoy.kumodo.io/v1alpha1
 kind: GlobalHealthRuleSet
 metadata: {name: empty}

@@ -146,9 +146,11 @@ type ConfigMapSource struct {
 
 // HelmRepositorySource is a chart in an HTTP chart repository.
 type HelmRepositorySource struct {
-	// url is the repository: its index is url/index.yaml.
+	// url is the repository: its index is url/index.yaml. It may not hold
+	// credentials (user:password@): it is printed in messages and status.
 	// +kubebuilder:validation:Pattern=`^https?://[^/]+`
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^/]*//[^/?#]*@')",message="must not hold credentials (user:password@): use secretRef"
 	URL string `json:"url"`
 	// chart is the name of the chart in the index.
 	// +kubebuilder:validation:MinLength=1
@@ -174,9 +176,11 @@ type HelmRepositorySource struct {
 // digest.
 // +kubebuilder:validation:XValidation:rule="has(self.tag) != has(self.digest)",message="exactly one of tag and digest must be set"
 type OCIRepositorySource struct {
-	// url is oci://HOST[:PORT]/PATH, the repository.
+	// url is oci://HOST[:PORT]/PATH, the repository. It may not hold
+	// credentials (user:password@): it is printed in messages and status.
 	// +kubebuilder:validation:Pattern=`^oci://[^/]+/.+`
 	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^/]*//[^/?#]*@')",message="must not hold credentials (user:password@): use secretRef"
 	URL string `json:"url"`
 	// tag of the artifact; it is resolved to a digest once per render.
 	// +optional

@@ -178,6 +178,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	sources := fss.FlagSet("sources")
 	sources.BoolVar(&o.Sources.Policy.AllowLoopback, "allow-loopback-sources", o.Sources.Policy.AllowLoopback,
 		"Let OCI registries and Helm repositories be reached on loopback addresses, over plain http too (local development only). Link-local and metadata addresses are always refused; --deny-cidr applies to sources too.")
+	sources.BoolVar(&o.Sources.AllowPrivate, "allow-private-sources", o.Sources.AllowPrivate,
+		"Let OCI registries and Helm repositories be reached on private addresses (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7): for a registry inside your network. Off, a Release's URL cannot reach the cluster's own network (Services, Pods, nodes, control plane). Clusters are not affected.")
 	sources.DurationVar(&o.Sources.Timeout, "fetch-timeout", o.Sources.Timeout, "Longest fetch of an OCI or Helm repository source: resolving, downloading and verifying (FetchTimeout).")
 	sources.IntVar(&o.Sources.MaxArtifactBytes, "max-artifact-bytes", o.Sources.MaxArtifactBytes,
 		"Most bytes of an OCI manifest, layer, chart archive, and of what a bundle of manifests inflates to (ArtifactTooLarge); checked against the declared size before a download, and while reading.")

@@ -51,7 +51,7 @@ func TestFlags(t *testing.T) {
 	for _, name := range []string{"kubeconfig", "resync", "target-qps", "target-burst", "target-timeout", "drift-workers",
 		"health-workers", "compare-workers", "cel-cost-limit", "leader-elect", "leader-elect-lease-duration", "secure-port",
 		"default-service-account", "allow-loopback-clusters", "render-timeout", "max-render-objects", "max-render-bytes", "max-concurrent-renders",
-		"render-memory-limit", "max-target-response-bytes"} {
+		"render-memory-limit", "max-target-response-bytes", "allow-loopback-sources", "allow-private-sources", "max-concurrent-fetches-per-namespace"} {
 		found := false
 		for _, set := range fs.FlagSets {
 			if set.Lookup(name) != nil {
@@ -83,4 +83,14 @@ func TestDenyCIDRFlag(t *testing.T) {
 	assert.Equal(t, []string{"10.0.0.0/8", "fd00:abcd::/32", "192.168.0.0/16"}, got, "masked, in order")
 	var bad []netip.Prefix
 	assert.ErrorContains(t, prefixes{&bad}.Set("10.0.0.1"), "not a CIDR", "an address is not a range")
+}
+
+// Private ranges are refused to sources unless --allow-private-sources.
+func TestAllowPrivateSourcesFlag(t *testing.T) {
+	o := NewOptions()
+	assert.False(t, o.Sources.AllowPrivate, "refused by default")
+	sets := o.Flags()
+	fs := sets.FlagSet("sources")
+	require.NoError(t, fs.Parse([]string{"--allow-private-sources"}))
+	assert.True(t, o.Sources.AllowPrivate)
 }

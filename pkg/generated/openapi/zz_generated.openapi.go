@@ -694,7 +694,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HelmRepositorySource(ref commo
 				Properties: map[string]spec.Schema{
 					"url": {
 						SchemaProps: spec.SchemaProps{
-							Description: "url is the repository: its index is url/index.yaml.",
+							Description: "url is the repository: its index is url/index.yaml. It may not hold credentials (user:password@): it is printed in messages and status.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -1231,7 +1231,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref common
 				Properties: map[string]spec.Schema{
 					"url": {
 						SchemaProps: spec.SchemaProps{
-							Description: "url is oci://HOST[:PORT]/PATH, the repository.",
+							Description: "url is oci://HOST[:PORT]/PATH, the repository. It may not hold credentials (user:password@): it is printed in messages and status.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",

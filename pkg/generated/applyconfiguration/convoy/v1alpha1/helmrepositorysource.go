@@ -23,7 +23,8 @@ package v1alpha1
 //
 // HelmRepositorySource is a chart in an HTTP chart repository.
 type HelmRepositorySourceApplyConfiguration struct {
-	// url is the repository: its index is url/index.yaml.
+	// url is the repository: its index is url/index.yaml. It may not hold
+	// credentials (user:password@): it is printed in messages and status.
 	URL *string `json:"url,omitempty"`
 	// chart is the name of the chart in the index.
 	Chart *string `json:"chart,omitempty"`

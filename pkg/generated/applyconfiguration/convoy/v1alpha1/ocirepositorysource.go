@@ -24,7 +24,8 @@ package v1alpha1
 // OCIRepositorySource is an artifact in an OCI registry, by tag or by
 // digest.
 type OCIRepositorySourceApplyConfiguration struct {
-	// url is oci://HOST[:PORT]/PATH, the repository.
+	// url is oci://HOST[:PORT]/PATH, the repository. It may not hold
+	// credentials (user:password@): it is printed in messages and status.
 	URL *string `json:"url,omitempty"`
 	// tag of the artifact; it is resolved to a digest once per render.
 	Tag *string `json:"tag,omitempty"`
