@@ -70,6 +70,7 @@ func (t limitingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // it is, before the limit.
 func (t limitingTransport) tooLarge(req *http.Request, what string) *failure.Error {
 	targetResponsesTooLarge.WithLabelValues(t.cluster, operation(req)).Inc()
+	countRefusal(ReasonResponseTooLarge)
 	server := "the API server of the local cluster"
 	if t.cluster != "" {
 		server = "the API server of " + clusterKey(t.cluster).Describe()

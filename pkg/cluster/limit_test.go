@@ -232,6 +232,7 @@ func TestResponsesAreBounded(t *testing.T) {
 			refused := targetResponsesTooLarge.WithLabelValues("team-a/tenant", tc.operation)
 			before, err := testutil.GetCounterMetricValue(refused)
 			require.NoError(t, err)
+			refusalsBefore := refusalCount(t, ReasonResponseTooLarge)
 
 			tooLarge(t, tc.call(context.Background(), access))
 
@@ -251,6 +252,7 @@ func TestResponsesAreBounded(t *testing.T) {
 			after, err := testutil.GetCounterMetricValue(refused)
 			require.NoError(t, err)
 			assert.Equal(t, before+1, after, "counted as %s", tc.operation)
+			assert.Equal(t, refusalsBefore+1, refusalCount(t, ReasonResponseTooLarge), "counted as a refusal")
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 var targetRequests = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -46,13 +48,26 @@ var (
 	})
 )
 
+// targetRefusals counts what convoy-apiserver refuses of a Cluster: a
+// kubeconfig it will not use, an address its policy refuses, an answer over
+// its limit.
+var targetRefusals = metrics.NewCounterVec(&metrics.CounterOpts{
+	Subsystem:      "convoy_target",
+	Name:           "refusals_total",
+	Help:           "Refusals of what a Cluster's kubeconfig or API server asks for, by reason: ClusterConfigInvalid (a kubeconfig that reads files, runs programs, uses a proxy or is not usable), AddressNotAllowed (an address the policy refuses), ResponseTooLarge (an answer over --max-target-response-bytes). A rise tells an attack or a misconfiguration without reading every Release.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"reason"})
+
+// countRefusal counts a refusal of reason.
+func countRefusal(reason string) { targetRefusals.WithLabelValues(reason).Inc() }
+
 var registerOnce sync.Once
 
 // RegisterMetrics registers the target-cluster metrics with the legacy
 // registry that the API server serves on /metrics.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(targetRequests, targetResponsesTooLarge, snapshotLookups, snapshotListSeconds, snapshotListErrors)
+		legacyregistry.MustRegister(targetRequests, targetResponsesTooLarge, targetRefusals, snapshotLookups, snapshotListSeconds, snapshotListErrors)
 	})
 }
 
@@ -69,6 +84,9 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		code = strconv.Itoa(resp.StatusCode)
 	}
 	targetRequests.WithLabelValues(t.cluster, operation(req), code).Inc()
+	if _, ok := failure.Find(err, ReasonAddressNotAllowed); ok {
+		countRefusal(ReasonAddressNotAllowed)
+	}
 	return resp, err
 }
 

@@ -67,3 +67,12 @@ func TestSnapshotMetrics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, lists+1, after)
 }
+
+// refusalCount is convoy_target_refusals_total of reason.
+func refusalCount(t *testing.T, reason string) float64 {
+	t.Helper()
+	RegisterMetrics()
+	v, err := testutil.GetCounterMetricValue(targetRefusals.WithLabelValues(reason))
+	require.NoError(t, err)
+	return v
+}

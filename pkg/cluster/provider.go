@@ -412,6 +412,7 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	}
 	invalid := func(err error) error {
 		p.remotes.Remove(key)
+		countRefusal(ReasonClusterConfigInvalid)
 		return failure.New(ReasonClusterConfigInvalid, err, "key %q of %s of %s is not a usable kubeconfig", dataKey, secretName, clusterName)
 	}
 	cfg, err := RESTConfigFromKubeconfig(kubeconfig)

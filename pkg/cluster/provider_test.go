@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -292,8 +293,16 @@ func TestClusterConfigInvalid(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, Options{}, clusterObj("prod", "prod-kubeconfig", tc.key), secretObj("prod-kubeconfig", tc.data))
+			before := refusalCount(t, ReasonClusterConfigInvalid)
 			_, err := f.provider.ForRelease(context.Background(), release("prod"))
 			ce := clusterError(t, err, ReasonClusterConfigInvalid)
+			// A kubeconfig refused is counted; a Secret without the key is
+			// a Cluster not set up yet, not a refusal.
+			wantCounted := 1.0
+			if strings.HasPrefix(tc.message, "has no key") {
+				wantCounted = 0
+			}
+			assert.Equal(t, before+wantCounted, refusalCount(t, ReasonClusterConfigInvalid))
 			assert.Contains(t, ce.Message, "Secret team-a/prod-kubeconfig")
 			assert.Contains(t, ce.Message, "Cluster.convoy.kumodo.io team-a/prod")
 			assert.Contains(t, ce.Message, tc.message)
@@ -557,13 +566,15 @@ func TestTargetTalksTLS(t *testing.T) {
 	}
 
 	// Without AllowLoopback, the dialer refuses the loopback address before
-	// connecting: the server sees nothing.
+	// connecting: the server sees nothing. The refusal is counted.
+	refusedBefore := refusalCount(t, ReasonAddressNotAllowed)
 	_, err := newFixture(t, Options{}, objs...).target(t, release("prod")).Dynamic.Resource(configMaps).Namespace("default").Get(context.Background(), "x", metav1.GetOptions{})
 	var notAllowed *AddressNotAllowedError
 	require.ErrorAs(t, err, &notAllowed)
 	assert.Equal(t, WhyLoopback, notAllowed.Why)
 	assert.Equal(t, ReasonAddressNotAllowed, failure.Reason(err))
 	assert.Zero(t, requests.Load(), "no request reached the loopback listener")
+	assert.Equal(t, refusedBefore+1, refusalCount(t, ReasonAddressNotAllowed))
 
 	f := newFixture(t, Options{AllowLoopback: true}, objs...)
 	target := f.target(t, release("prod"))

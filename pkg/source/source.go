@@ -255,7 +255,7 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 		out, err = f.helm(ctx, release.Namespace, src.HelmRepository, inputs)
 	}
 	if err != nil {
-		return nil, f.timedOut(ctx, err)
+		return nil, counted(f.timedOut(ctx, err))
 	}
 	return out, nil
 }
@@ -282,13 +282,13 @@ func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 	case src.OCIRepository != nil && src.ConfigMap == nil && src.HelmRepository == nil:
 		r, err := f.resolveOCI(ctx, release.Namespace, src.OCIRepository, inputs)
 		if err != nil {
-			return "", f.timedOut(ctx, err)
+			return "", counted(f.timedOut(ctx, err))
 		}
 		return r.resolved.Digest, nil
 	case src.HelmRepository != nil && src.ConfigMap == nil && src.OCIRepository == nil:
 		r, err := f.resolveHelm(ctx, release.Namespace, src.HelmRepository, inputs)
 		if err != nil {
-			return "", f.timedOut(ctx, err)
+			return "", counted(f.timedOut(ctx, err))
 		}
 		return r.resolved.Digest, nil
 	}
