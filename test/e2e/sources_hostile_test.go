@@ -47,6 +47,7 @@ func TestSourcesSparseFiles(t *testing.T) {
 	assertUndetermined(t, ns, "small-sparse", source.ReasonArtifactUnsupported, "file small.yaml of the bundle is a sparse file, which is not supported")
 	assertUndetermined(t, ns, "nul", "RenderFailed", "ManifestInvalid", "a.yaml: a NUL byte at offset 0: the file is not text")
 	after := peakMemory(t)
+	t.Logf("peak memory of convoy-apiserver: %d MiB before, %d MiB after", before>>20, after>>20)
 
 	// VmHWM is the peak of the process's life, and the tests before this
 	// one share the process: when they took it past the bound already,
