@@ -182,7 +182,14 @@ func (s *Server) PushBundle(ctx context.Context, repo, tag string, files map[str
 	if err != nil {
 		return "", err
 	}
-	return s.push(ctx, repo, tag, static.NewLayer([]byte("{}"), FluxConfigMediaType), static.NewLayer(data, FluxContentMediaType))
+	return s.PushBundleLayer(ctx, repo, tag, data)
+}
+
+// PushBundleLayer pushes layer, a tar+gzip archive as it is (a hostile one
+// for the tests: see SparseTarGz), as the one layer of a bundle of
+// manifests, to repo:tag, and returns the manifest's digest.
+func (s *Server) PushBundleLayer(ctx context.Context, repo, tag string, layer []byte) (string, error) {
+	return s.push(ctx, repo, tag, static.NewLayer([]byte("{}"), FluxConfigMediaType), static.NewLayer(layer, FluxContentMediaType))
 }
 
 // PushImage pushes an artifact that is neither a chart nor a bundle: an

@@ -21,26 +21,41 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Error is a document of a file that does not parse, or holds an object
-// that is not one.
+// Error is a file that is not text, or a document of a file that does not
+// parse, or holds an object that is not one.
 type Error struct {
 	// Where names the file.
 	Where string
-	// Doc is the number of the document in the file, from 1.
+	// Doc is the number of the document in the file, from 1; 0 for the
+	// file as a whole.
 	Doc int
 	Err error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("%s document %d: %v", e.Where, e.Doc, e.Err) }
+func (e *Error) Error() string {
+	if e.Doc == 0 {
+		return fmt.Sprintf("%s: %v", e.Where, e.Err)
+	}
+	return fmt.Sprintf("%s document %d: %v", e.Where, e.Doc, e.Err)
+}
 
 func (e *Error) Unwrap() error { return e.Err }
 
 // ParseFile parses one file of manifests. A name ending .json holds one or
 // more concatenated JSON values; any other name holds YAML, with documents
 // separated by "---" lines. Empty documents (nothing, or only comments) are
-// skipped; a List is flattened. where names the file in error messages; an
-// error is an *Error.
+// skipped; a List is flattened. A file that holds a NUL byte is not text,
+// and is refused. where names the file in error messages; an error is an
+// *Error.
 func ParseFile(where, name string, content []byte) ([]*unstructured.Unstructured, error) {
+	// Neither YAML nor JSON holds a NUL byte (YAML allows no control
+	// character but tab and line breaks, JSON none outside an escape), yet
+	// the YAML reader takes a file of NUL bytes for one empty document: a
+	// binary file, or a sparse file of an archive, would be a render of no
+	// objects.
+	if i := bytes.IndexByte(content, 0); i >= 0 {
+		return nil, &Error{Where: where, Err: fmt.Errorf("a NUL byte at offset %d: the file is not text, neither YAML nor JSON", i)}
+	}
 	var objs []*unstructured.Unstructured
 	add := func(doc int, data []byte) error {
 		got, err := ParseDocument(data)

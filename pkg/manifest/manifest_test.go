@@ -28,6 +28,10 @@ func TestParseFile(t *testing.T) {
 		{name: "no kind", file: "a.yaml", content: "apiVersion: v1\nmetadata: {name: a}\n---\nfoo: [", err: `a.yaml document 1: object has no kind (apiVersion "v1", name "a")`},
 		{name: "not YAML", file: "a.yaml", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: [", err: "a.yaml document 2: "},
 		{name: "a List item that is not an object", file: "a.yaml", content: "apiVersion: v1\nkind: List\nitems: [3]\n", err: "a.yaml document 1: List item 1: not an object but a number"},
+		// The YAML reader would take NUL bytes for an empty document.
+		{name: "NUL bytes", file: "a.yaml", content: "\x00\x00\x00\x00", err: "a.yaml: a NUL byte at offset 0: the file is not text, neither YAML nor JSON"},
+		{name: "a NUL byte in YAML", file: "a.yaml", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n\x00", err: "a.yaml: a NUL byte at offset 51: the file is not text"},
+		{name: "a NUL byte in JSON", file: "a.json", content: "{}\x00", err: "a.json: a NUL byte at offset 2: the file is not text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs, err := ParseFile(tc.file, tc.file, []byte(tc.content))

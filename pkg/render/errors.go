@@ -15,8 +15,9 @@ const (
 	// ReasonValuesInvalid: values that do not parse to a map, a valuesFrom of
 	// an unknown kind, or values that fail the chart's values.schema.json.
 	ReasonValuesInvalid = "ValuesInvalid"
-	// ReasonManifestInvalid: a document that does not parse, an object without
-	// apiVersion, kind or metadata.name, or two objects with the same key.
+	// ReasonManifestInvalid: a file that is not text (it holds a NUL byte), a
+	// document that does not parse, an object without apiVersion, kind or
+	// metadata.name, or two objects with the same key.
 	ReasonManifestInvalid = "ManifestInvalid"
 	// ReasonChartInvalid: chart.tgz does not load as a Helm chart, or the
 	// chart cannot be installed (library chart, kubeVersion constraint).

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -208,6 +210,39 @@ func TestRenderErrors(t *testing.T) {
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
 			message: []string{"ConfigMap demo/app key a.json document 1"},
+		},
+		{
+			// Not an empty document: a file of NUL bytes (a sparse file of
+			// a bundle, say) would be a render of no objects.
+			name: "file of NUL bytes",
+			objects: func(*testing.T) []runtime.Object {
+				return []runtime.Object{configMap("app", map[string]string{"a.yaml": strings.Repeat("\x00", 4096)})}
+			},
+			release: release("app"),
+			reason:  ReasonManifestInvalid,
+			message: []string{"ConfigMap demo/app key a.yaml: a NUL byte at offset 0: the file is not text, neither YAML nor JSON"},
+		},
+		{
+			name: "chart with a sparse file of 1 TiB",
+			objects: func(t *testing.T) []runtime.Object {
+				tgz, err := ociregistry.SparseTarGz(ociregistry.SparsePAX01, "mychart/templates/big.yaml", 1<<40)
+				require.NoError(t, err)
+				return []runtime.Object{chartConfigMap("src", tgz)}
+			},
+			release: release("src"),
+			reason:  source.ReasonArtifactTooLarge,
+			message: []string{"ConfigMap demo/src binaryData chart.tgz: the chart inflated is larger than the limit", "its file mychart/templates/big.yaml claims 1099511627776 bytes"},
+		},
+		{
+			name: "chart with a sparse file",
+			objects: func(t *testing.T) []runtime.Object {
+				tgz, err := ociregistry.SparseTarGz(ociregistry.SparsePAX10, "mychart/templates/x.yaml", 4096)
+				require.NoError(t, err)
+				return []runtime.Object{chartConfigMap("src", tgz)}
+			},
+			release: release("src"),
+			reason:  source.ReasonArtifactUnsupported,
+			message: []string{"ConfigMap demo/src binaryData chart.tgz: file mychart/templates/x.yaml of the chart is a sparse file, which is not supported"},
 		},
 		{
 			name: "document that is not an object",

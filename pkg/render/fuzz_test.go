@@ -29,6 +29,7 @@ func FuzzManifests(f *testing.F) {
 		"a: &a [*a, *a]\nb: &b [*a, *a]\n",
 		"{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\"}}",
 		"---\n---\n", "apiVersion: v1\nkind: ConfigMap\n", ":\n\t- x",
+		"\x00\x00\x00\x00", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n\x00",
 	} {
 		f.Add(seed)
 	}

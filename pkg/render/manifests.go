@@ -24,11 +24,13 @@ func renderManifests(files []source.File) ([]*unstructured.Unstructured, *failur
 	return objs, nil
 }
 
-// parseFile parses one file of manifests (manifest.ParseFile); a document
-// that does not parse is ManifestInvalid.
+// parseFile parses one file of manifests (manifest.ParseFile); a file that
+// is not text, or a document that does not parse, is ManifestInvalid.
 func parseFile(where, name string, content []byte) ([]*unstructured.Unstructured, *failure.Error) {
 	objs, err := manifest.ParseFile(where, name, content)
-	if perr, ok := errors.AsType[*manifest.Error](err); ok {
+	if perr, ok := errors.AsType[*manifest.Error](err); ok && perr.Doc == 0 {
+		return nil, failure.New(ReasonManifestInvalid, perr.Err, "%s", perr.Where)
+	} else if ok {
 		return nil, failure.New(ReasonManifestInvalid, perr.Err, "%s document %d", perr.Where, perr.Doc)
 	} else if err != nil {
 		return nil, failure.New(ReasonManifestInvalid, err, "%s", where)

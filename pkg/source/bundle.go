@@ -16,64 +16,58 @@ import (
 // maxBundleFiles bounds the files of a bundle of manifests.
 const maxBundleFiles = 10_000
 
-// checkInflated refuses a chart archive that inflates past limit bytes
-// (a decompression bomb), reading it as a stream: nothing is kept. The
-// render's child process would stop it too, at its memory limit, but only
-// after it had used that memory; this says which limit it is. An archive
-// that is not gzip is left to the render, which says the chart is invalid
-// (ChartInvalid) as it does for a chart of a ConfigMap.
-func checkInflated(where string, data []byte, limit int64) error {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil
-	}
-	inflated := &limitedBody{ReadCloser: io.NopCloser(zr), left: limit, what: where + ": the chart inflated", limit: limit}
-	if _, err := io.Copy(io.Discard, inflated); err != nil {
-		if f, ok := failure.As(err); ok {
-			return f
-		}
+// checkChart reads a chart archive as a stream, keeping nothing, with the
+// bounds of walkArchive: every file counts, as Helm's loader keeps every
+// file. It refuses what would make the loader, in the render's child
+// process, take more than limit bytes (a decompression bomb, a header that
+// claims more than is left, a sparse file): the child's memory limit would
+// stop it too, but only after it had used that memory, and under a less
+// telling name. An archive that is not tar+gzip is left to the render,
+// which says the chart is invalid (ChartInvalid) as Helm's loader finds it.
+// Every chart goes through it, whatever its source.
+func checkChart(where string, data []byte, limit int64) error {
+	err := walkArchive(where, "the chart", data, limit, func(_ *tar.Header, content io.Reader) error {
+		_, err := io.Copy(io.Discard, content)
+		return err
+	})
+	if f, ok := failure.As(err); ok {
+		return f
 	}
 	return nil
 }
 
 // unbundle reads the .yaml, .yml and .json files of a tar+gzip bundle of
-// manifests, sorted by path; other files are skipped. What it inflates is
-// bounded by limit (a decompression bomb is refused after limit bytes,
-// never inflated whole), and so are the files it keeps.
+// manifests, sorted by path; other files are skipped. It has the bounds of
+// walkArchive: what it inflates, and the files it keeps, at most limit
+// bytes.
 func unbundle(where string, data []byte, limit int64) ([]File, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: the bundle is not tar+gzip", where)
-	}
-	inflated := &limitedBody{ReadCloser: io.NopCloser(zr), left: limit, what: where + ": the bundle inflated", limit: limit}
-	tr := tar.NewReader(inflated)
 	var files []File
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if f, ok := failure.As(err); ok {
-			return nil, f
-		}
-		if err != nil {
-			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: the bundle is not a tar archive", where)
-		}
+	err := walkArchive(where, "the bundle", data, limit, func(h *tar.Header, content io.Reader) error {
 		if h.Typeflag != tar.TypeReg || !IsManifestFile(h.Name) {
-			continue
+			return nil
 		}
 		if len(files) == maxBundleFiles {
-			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the bundle holds more than %d manifest files", where, maxBundleFiles)
+			return failure.New(ReasonArtifactTooLarge, nil, "%s: the bundle holds more than %d manifest files", where, maxBundleFiles)
 		}
-		content, err := io.ReadAll(tr)
+		data, err := io.ReadAll(content)
 		if f, ok := failure.As(err); ok {
-			return nil, f
+			return f
 		}
 		if err != nil {
-			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: file %s of the bundle", where, h.Name)
+			return failure.New(ReasonArtifactUnsupported, err, "%s: file %s of the bundle", where, h.Name)
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		files = append(files, File{Name: name, Where: where + " file " + name, Data: content})
+		files = append(files, File{Name: name, Where: where + " file " + name, Data: data})
+		return nil
+	})
+	if ferr, ok := errors.AsType[*formatError](err); ok {
+		if ferr.tar {
+			return nil, failure.New(ReasonArtifactUnsupported, ferr.err, "%s: the bundle is not a tar archive", where)
+		}
+		return nil, failure.New(ReasonArtifactUnsupported, ferr.err, "%s: the bundle is not tar+gzip", where)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(files) == 0 {
 		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds no file ending .yaml, .yml or .json", where)
@@ -81,3 +75,83 @@ func unbundle(where string, data []byte, limit int64) ([]File, error) {
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	return files, nil
 }
+
+// walkArchive reads the tar+gzip archive data as a stream, and calls visit
+// with each entry and a reader of its content, in order. What an archive
+// costs is bounded by limit bytes, whatever its headers say:
+//
+//   - what it inflates to: a decompression bomb is refused after limit
+//     bytes, never inflated whole;
+//   - what visit reads: an entry whose header claims more bytes than are
+//     left of limit (limit less what visit read of the entries before it)
+//     is refused before a byte of it is read, and its content fails past
+//     what is left anyway;
+//   - a sparse entry is refused (GNU tar's type 'S', or the PAX records
+//     GNU.sparse.* of formats 0.0, 0.1 and 1.0): archive/tar gives its
+//     holes as NUL bytes it never reads, so a header of a few hundred bytes
+//     could claim a file of a terabyte and pass the bound on inflation.
+//
+// The size a header claims is checked first: a sparse entry that claims
+// more than is left is ArtifactTooLarge like any other, one within the
+// limit ArtifactUnsupported. A refusal is a *failure.Error; an archive that
+// is not tar+gzip is a *formatError; an error of visit is returned as it is.
+func walkArchive(where, what string, data []byte, limit int64, visit func(h *tar.Header, content io.Reader) error) error {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return &formatError{err: err}
+	}
+	inflated := &limitedBody{ReadCloser: io.NopCloser(zr), left: limit, what: where + ": " + what + " inflated", limit: limit}
+	tr := tar.NewReader(inflated)
+	left := limit
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if f, ok := failure.As(err); ok {
+			return f
+		}
+		if err != nil {
+			return &formatError{tar: true, err: err}
+		}
+		if h.Size > left {
+			return failure.New(ReasonArtifactTooLarge, nil, "%s: %s inflated is larger than the limit of %d bytes (--max-artifact-bytes): its file %s claims %d bytes, %d are left",
+				where, what, limit, h.Name, h.Size, left)
+		}
+		if isSparse(h) {
+			return failure.New(ReasonArtifactUnsupported, nil, "%s: file %s of %s is a sparse file, which is not supported", where, h.Name, what)
+		}
+		content := &limitedBody{ReadCloser: io.NopCloser(tr), left: left, what: where + ": " + what + " inflated", limit: limit}
+		err = visit(h, content)
+		left = content.left
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// isSparse reports whether h is a sparse file: GNU tar's type 'S', or a
+// file with PAX records of GNU sparse files, which archive/tar presents as
+// a regular file (any version, known to archive/tar or not).
+func isSparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+// formatError is an archive that is not tar+gzip: gzip's error, or tar's
+// when tar is set.
+type formatError struct {
+	tar bool
+	err error
+}
+
+func (e *formatError) Error() string { return e.err.Error() }
+
+func (e *formatError) Unwrap() error { return e.err }

@@ -38,14 +38,15 @@ const (
 	// ReasonDigestMismatch: bytes that do not hash to the digest they were
 	// asked for by (a manifest, a blob, a chart against its index entry).
 	ReasonDigestMismatch = "DigestMismatch"
-	// ReasonArtifactTooLarge: an artifact, a manifest or what an archive
-	// inflates to passes --max-artifact-bytes.
+	// ReasonArtifactTooLarge: an artifact, a manifest, what an archive
+	// inflates to, or what a file of it claims passes --max-artifact-bytes.
 	ReasonArtifactTooLarge = "ArtifactTooLarge"
 	// ReasonIndexTooLarge: a Helm repository's index passes
 	// --max-index-bytes.
 	ReasonIndexTooLarge = "IndexTooLarge"
 	// ReasonArtifactUnsupported: an OCI artifact that is neither a Helm
-	// chart nor a bundle of manifests, or an index that is not one.
+	// chart nor a bundle of manifests, an index that is not one, or a chart
+	// or a bundle that holds a sparse file.
 	ReasonArtifactUnsupported = "ArtifactUnsupported"
 	// ReasonFetchTimeout: fetching the source took longer than
 	// --fetch-timeout and was stopped.

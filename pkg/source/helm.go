@@ -170,7 +170,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.resolved.Digest {
 			return nil, failure.New(ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
 		}
-		if err := checkInflated(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
+		if err := checkChart(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
 			return nil, err
 		}
 		a := &artifact{chart: data}

@@ -194,7 +194,7 @@ func (f *Fetcher) download(ctx context.Context, r *ociResolution, where string, 
 	}
 	a := &artifact{}
 	if isChart {
-		if err := checkInflated(where, data, limit); err != nil {
+		if err := checkChart(where, data, limit); err != nil {
 			return nil, err
 		}
 		a.chart = data

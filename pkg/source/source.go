@@ -71,8 +71,9 @@ type Options struct {
 	// Timeout bounds one fetch: resolving, downloading and verifying
 	// (--fetch-timeout).
 	Timeout time.Duration
-	// MaxArtifactBytes bounds a manifest, a blob, a chart archive and what
-	// a bundle of manifests inflates to (--max-artifact-bytes).
+	// MaxArtifactBytes bounds a manifest, a blob, a chart archive, and what
+	// a chart or a bundle of manifests inflates to and what its files claim
+	// (--max-artifact-bytes).
 	MaxArtifactBytes int
 	// MaxIndexBytes bounds a Helm repository's index (--max-index-bytes).
 	MaxIndexBytes int
@@ -240,7 +241,16 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	case len(set) > 1:
 		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
 	case src.ConfigMap != nil:
-		return configMap(ctx, release.Namespace, src.ConfigMap.Name, inputs)
+		out, err := configMap(ctx, release.Namespace, src.ConfigMap.Name, inputs)
+		if err != nil {
+			return nil, err
+		}
+		if out.Chart != nil {
+			if err := checkChart(out.Where, out.Chart, int64(f.opts.MaxArtifactBytes)); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
 	}
 
 	// The requests to the registry or repository take their slots

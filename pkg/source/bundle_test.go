@@ -1,0 +1,176 @@
+package source
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
+// entry is a file of tarGz: data, or when claim is set a header that claims
+// claim bytes and no data at all (the archive ends there).
+type entry struct {
+	name, data string
+	claim      int64
+}
+
+// tarGz is a tar+gzip archive of entries, in order.
+func tarGz(t *testing.T, entries ...entry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, e := range entries {
+		size := int64(len(e.data))
+		if e.claim > 0 {
+			size = e.claim
+		}
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Size: size, Typeflag: tar.TypeReg}))
+		if e.claim > 0 {
+			// No data, no Close: the Writer would say it is missing.
+			require.NoError(t, zw.Close())
+			return buf.Bytes()
+		}
+		_, err := tw.Write([]byte(e.data))
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	require.NoError(t, zw.Close())
+	return buf.Bytes()
+}
+
+func sparseTarGz(t *testing.T, format ociregistry.SparseFormat, name string, size int64) []byte {
+	t.Helper()
+	data, err := ociregistry.SparseTarGz(format, name, size)
+	require.NoError(t, err)
+	return data
+}
+
+// Both readers of archives, the bundle's and the chart's, refuse a header
+// that claims more than is left of the limit, and a sparse file, before
+// they read its content; a 1 TiB claim of a few hundred bytes allocates
+// next to nothing. What is inflated stays bounded too.
+func TestArchiveBounds(t *testing.T) {
+	// Headers count as what is inflated: room for a few of them.
+	const limit = 64 << 10
+	type archiveCase struct {
+		name    string
+		data    []byte
+		reason  string
+		message string
+		// huge: the archive claims a terabyte, and reading it must
+		// allocate next to nothing.
+		huge bool
+	}
+	var cases []archiveCase
+	for _, format := range ociregistry.SparseFormats {
+		cases = append(cases,
+			archiveCase{name: fmt.Sprintf("sparse %s of 1 TiB", format), data: sparseTarGz(t, format, "big.yaml", 1<<40), huge: true,
+				reason: ReasonArtifactTooLarge, message: "inflated is larger than the limit of 65536 bytes (--max-artifact-bytes): its file big.yaml claims 1099511627776 bytes, 65536 are left"},
+			archiveCase{name: fmt.Sprintf("sparse %s within the limit", format), data: sparseTarGz(t, format, "small.yaml", 512),
+				reason: ReasonArtifactUnsupported, message: "file small.yaml of the %s is a sparse file, which is not supported"},
+		)
+	}
+	cases = append(cases,
+		archiveCase{name: "a header that claims 1 TiB", data: tarGz(t, entry{name: "big.yaml", claim: 1 << 40}), huge: true,
+			reason: ReasonArtifactTooLarge, message: "its file big.yaml claims 1099511627776 bytes, 65536 are left"},
+		archiveCase{name: "a header that claims more than is left", data: tarGz(t, entry{name: "a.yaml", data: strings.Repeat("a", 40<<10)}, entry{name: "b.yaml", data: strings.Repeat("b", 40<<10)}),
+			reason: ReasonArtifactTooLarge, message: "its file b.yaml claims 40960 bytes, 24576 are left"},
+	)
+	for _, tc := range cases {
+		for _, reader := range []struct {
+			what string
+			read func(data []byte) error
+		}{
+			{"bundle", func(data []byte) error { _, err := unbundle("OCI example/bundle:1", data, limit); return err }},
+			{"chart", func(data []byte) error { return checkChart("OCI example/chart:1", data, limit) }},
+		} {
+			t.Run(reader.what+"/"+tc.name, func(t *testing.T) {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				err := reader.read(tc.data)
+				runtime.ReadMemStats(&after)
+				ferr, ok := failure.As(err)
+				require.True(t, ok, "not a failure: %v", err)
+				assert.Equal(t, tc.reason, ferr.Reason, ferr.Message)
+				message := tc.message
+				if strings.Contains(message, "%s") {
+					message = fmt.Sprintf(message, reader.what)
+				}
+				assert.Contains(t, ferr.Message, message)
+				if tc.huge {
+					assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "refused before it was read")
+				}
+			})
+		}
+	}
+}
+
+// A bundle keeps its manifest files within the limit, skips the others
+// (reading past them through the bound on inflation), and is refused when
+// what it inflates to passes the limit even if it keeps little of it.
+func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
+	const limit = 8192
+	files, err := unbundle("OCI example/bundle:1", tarGz(t,
+		entry{name: "README.md", data: strings.Repeat("r", 1000)},
+		entry{name: "b.yaml", data: strings.Repeat("b", 1500)},
+		entry{name: "./a.yaml", data: strings.Repeat("a", 1500)},
+	), limit)
+	require.NoError(t, err)
+	require.Len(t, files, 2)
+	assert.Equal(t, "a.yaml", files[0].Name)
+	assert.Equal(t, "b.yaml", files[1].Name)
+
+	var skipped []entry
+	for i := range 10 {
+		skipped = append(skipped, entry{name: fmt.Sprintf("blob-%d.bin", i), data: strings.Repeat("x", 1000)})
+	}
+	_, err = unbundle("OCI example/bundle:1", tarGz(t, append(skipped, entry{name: "a.yaml", data: "kind: ConfigMap"})...), limit)
+	ferr, ok := failure.As(err)
+	require.True(t, ok, "not a failure: %v", err)
+	assert.Equal(t, ReasonArtifactTooLarge, ferr.Reason)
+	assert.Contains(t, ferr.Message, "OCI example/bundle:1: the bundle inflated is larger than the limit of 8192 bytes (--max-artifact-bytes)")
+}
+
+// A chart of a source ConfigMap gets the same checks as a chart of a
+// registry or a repository.
+func TestConfigMapChartChecked(t *testing.T) {
+	f, _ := newFetcher(t, func(o *Options) { o.MaxArtifactBytes = 1 << 20 })
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "chart"}}}}
+	for _, tc := range []struct {
+		name, reason, message string
+		chart                 []byte
+	}{
+		{name: "sparse file of 1 GiB", chart: sparseTarGz(t, ociregistry.SparsePAX10, "web/templates/big.yaml", 1<<30), reason: ReasonArtifactTooLarge,
+			message: "ConfigMap shop/chart binaryData chart.tgz: the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file web/templates/big.yaml claims 1073741824 bytes"},
+		{name: "sparse file", chart: sparseTarGz(t, ociregistry.SparseOldGNU, "web/templates/x.yaml", 4096), reason: ReasonArtifactUnsupported,
+			message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a sparse file"},
+		{name: "decompression bomb", chart: tarGz(t, entry{name: "web/templates/x.yaml", data: strings.Repeat(" ", 2<<20)}), reason: ReasonArtifactTooLarge,
+			message: "the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "chart"}, BinaryData: map[string][]byte{ChartKey: tc.chart}}
+			ferr := fetchErr(t, f, release, inputsOf(cm), tc.reason)
+			assert.Contains(t, ferr.Message, tc.message)
+		})
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "chart"}, BinaryData: map[string][]byte{ChartKey: chartTGZ}}
+	src, err := f.Fetch(context.Background(), release, inputsOf(cm))
+	require.NoError(t, err, "an archive that is not tar+gzip is left to the render")
+	assert.Equal(t, chartTGZ, src.Chart)
+}

@@ -1,0 +1,61 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
+)
+
+// A bundle layer of about 200 bytes whose one file is a sparse file of
+// 1 GiB (archive/tar gives its holes as NUL bytes it never reads) is
+// refused before a byte of the file is read, and so is a chart of a
+// ConfigMap holding one: convoy-apiserver's peak memory stays where it was
+// (reading the bundle whole took it to 5 GiB). A sparse file within the
+// limit is refused too, and a file of NUL bytes is not an empty render.
+func TestSourcesSparseFiles(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	reg := startTestRegistry(t, ociregistry.Options{})
+	push := func(repo string, format ociregistry.SparseFormat, name string, size int64) {
+		layer, err := ociregistry.SparseTarGz(format, name, size)
+		require.NoError(t, err)
+		_, err = reg.PushBundleLayer(ctx, repo, "1", layer)
+		require.NoError(t, err)
+	}
+	push("manifests/sparse", ociregistry.SparsePAX10, "big.yaml", 1<<30)
+	push("manifests/small-sparse", ociregistry.SparsePAX01, "small.yaml", 4096)
+	chart, err := ociregistry.SparseTarGz(ociregistry.SparsePAX00, "web/templates/big.yaml", 1<<30)
+	require.NoError(t, err)
+
+	before := peakMemory(t)
+	newSourceRelease(t, ns, "sparse", ociSource(reg.URL("manifests/sparse"), "1", ""))
+	newChartRelease(t, ns, "sparse-chart", chart)
+	newSourceRelease(t, ns, "small-sparse", ociSource(reg.URL("manifests/small-sparse"), "1", ""))
+	newDriftRelease(t, ns, "nul", map[string]string{"a.yaml": strings.Repeat("\x00", 4096)})
+	assertUndetermined(t, ns, "sparse", source.ReasonArtifactTooLarge,
+		"the bundle inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file big.yaml claims 1073741824 bytes")
+	assertUndetermined(t, ns, "sparse-chart", source.ReasonArtifactTooLarge,
+		"the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file web/templates/big.yaml claims 1073741824 bytes")
+	assertUndetermined(t, ns, "small-sparse", source.ReasonArtifactUnsupported, "file small.yaml of the bundle is a sparse file, which is not supported")
+	assertUndetermined(t, ns, "nul", "RenderFailed", "ManifestInvalid", "a.yaml: a NUL byte at offset 0: the file is not text")
+	after := peakMemory(t)
+	t.Logf("peak memory of convoy-apiserver: %d MiB before, %d MiB after", before>>20, after>>20)
+
+	// VmHWM is the peak of the process's life, and the tests before this
+	// one share the process: when they took it past the bound already,
+	// what counts is that this test adds little to it.
+	const bound, growth = 256 << 20, 64 << 20
+	if before < bound {
+		assert.Less(t, after, int64(bound), "peak memory of convoy-apiserver (it was %d MiB before)", before>>20)
+	} else {
+		assert.Less(t, after-before, int64(growth), "peak memory of convoy-apiserver grew from %d MiB to %d MiB", before>>20, after>>20)
+	}
+}
