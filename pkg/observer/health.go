@@ -262,6 +262,10 @@ func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) 
 		logger.Info("Cannot poll the hook workloads", "cause", out.HookPollErr.Error())
 	}
 	celErrors.Add(float64(out.EvaluationErrors))
+	// One line per pass, as the drift loop's "Drift pass", so that the log
+	// tells a loop that stalled from one that finds nothing new (the e2e
+	// tests that wait for nothing to change count these lines).
+	logger.V(2).Info("Health pass", "status", out.Condition.Status, "reason", out.Condition.Reason)
 	if out.WriteEntries {
 		if _, err := l.writer.WriteStatus(ctx, inv, out.Entries); err != nil {
 			return 0, err

@@ -189,7 +189,9 @@ func TestDriftIgnoresFieldsOfOtherManagersAndDefaults(t *testing.T) {
 	d := getDiff(t, ns, "web", "")
 	assert.Equal(t, subresourcesv1alpha1.DiffInSync, d.Result, "%+v", d.Objects)
 	// and the loop agrees, pass after pass
+	passes := countPasses(t, driftPass, ns, "web")
 	time.Sleep(3 * time.Second)
+	passes.requireAtLeast(t, 1)
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 
 	// A label the render sets, changed by another manager, is drift.
@@ -275,7 +277,9 @@ func TestDriftAutomaticModeRequestsSync(t *testing.T) {
 		return r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
 	}
 	before := requested()
+	passes := countPasses(t, driftPass, ns, "web")
 	time.Sleep(2 * 2 * time.Second) // two passes at passInterval
+	passes.requireAtLeast(t, 1)
 	require.Equal(t, before, requested(), "no sync request while in sync")
 
 	mustKubectl(t, "", "", "scale", "deployment", "web", "-n", ns, "--replicas=7")
@@ -342,7 +346,11 @@ func TestDriftResourceVersionStable(t *testing.T) {
 		return r
 	}
 	before := get()
+	drift, health := countPasses(t, driftPass, ns, "web"), countPasses(t, healthPass, ns, "web")
 	time.Sleep(3 * 2 * time.Second) // three passes at passInterval
+	// At least two of each, a pass taking up to a second.
+	drift.requireAtLeast(t, 2)
+	health.requireAtLeast(t, 2)
 	after := get()
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "passes that find nothing new write nothing")
 }

@@ -132,7 +132,9 @@ func TestHealthProgressingDegradedHealthyAcrossRestart(t *testing.T) {
 	next, err := env.cp.StartConvoyAPIServer(context.Background())
 	require.NoError(t, err)
 	require.NoError(t, env.cp.RegisterAPIService(context.Background(), next))
-	time.Sleep(3 * time.Second) // passes of the new process
+	require.Equal(t, next, env.cp.ConvoyAPIServer())
+	// A pass of the new process, counted from now: one may have run before.
+	countPasses(t, healthPass, ns, "web").waitFor(t, 1)
 	web = entryStatus(t, ns, "web", "Deployment", "web")
 	assert.Equal(t, convoyv1alpha1.HealthDegraded, web.State)
 	assert.True(t, first.Equal(web.FirstUnhealthy.Time), "firstUnhealthy survives the restart")
@@ -254,7 +256,9 @@ func TestHealthAssessedRenderRefAndSyncRequests(t *testing.T) {
 		return fmt.Errorf("events: %v", notes())
 	})
 	settled := requested()
+	passes := countPasses(t, healthPass, ns, "web")
 	time.Sleep(3 * 2 * time.Second)
+	passes.requireAtLeast(t, 2) // every passInterval, a pass taking up to a second
 	assert.Equal(t, settled, requested(), "no sync request while nothing changes")
 
 	makeDeploymentAvailable(t, ns, "web")

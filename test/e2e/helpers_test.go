@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,4 +208,80 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) error)
 			return last == nil, nil
 		})
 	require.NoError(t, err, "%s: %v", what, last)
+}
+
+// The messages of the lines convoy-apiserver logs at -v=2 for each pass of a
+// loop over a Release (pkg/observer).
+const (
+	driftPass  = "Drift pass"
+	healthPass = "Health pass"
+)
+
+// passCounter counts the passes of one loop over one Release that the
+// replica the APIService points at (the one that runs the loops) logged
+// since the counter was made. A test that waits and then asserts that
+// nothing changed also asserts, with it, that the loop looked at that
+// Release meanwhile: a loop that stalled would pass it otherwise. It counts
+// the lines of that Release, not a metric that the other tests' Releases
+// move too.
+type passCounter struct {
+	path     string
+	offset   int64
+	message  string // "Drift pass", with the quotes klog writes
+	release  string // release="ns/name"
+	location string // for messages: the loop, the Release
+}
+
+// countPasses starts counting the passes of loop (driftPass, healthPass)
+// over the Release namespace/name.
+func countPasses(t *testing.T, loop, namespace, name string) *passCounter {
+	t.Helper()
+	path := env.cp.ConvoyAPIServer().LogFile()
+	info, err := os.Stat(path)
+	require.NoError(t, err)
+	return &passCounter{
+		path: path, offset: info.Size(),
+		message: `"` + loop + `"`, release: ` release="` + namespace + "/" + name + `"`,
+		location: fmt.Sprintf("%q of %s/%s in %s", loop, namespace, name, path),
+	}
+}
+
+// since returns the passes logged since the counter was made, in the lines
+// written whole.
+func (c *passCounter) since(t *testing.T) int {
+	t.Helper()
+	f, err := os.Open(c.path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = f.Seek(c.offset, io.SeekStart)
+	require.NoError(t, err)
+	data, err := io.ReadAll(f)
+	require.NoError(t, err)
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		if strings.HasSuffix(line, "\n") && strings.Contains(line, c.message) && strings.Contains(line, c.release) {
+			n++
+		}
+	}
+	return n
+}
+
+// requireAtLeast fails the test unless the loop logged at least n passes of
+// the Release since the counter was made.
+func (c *passCounter) requireAtLeast(t *testing.T, n int) {
+	t.Helper()
+	got := c.since(t)
+	require.GreaterOrEqual(t, got, n, "passes %s meanwhile: the loop did not look, so what did not change says nothing", c.location)
+}
+
+// waitFor waits until the loop logged at least n passes of the Release
+// since the counter was made.
+func (c *passCounter) waitFor(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d passes %s", n, c.location), func(context.Context) error {
+		if got := c.since(t); got < n {
+			return fmt.Errorf("%d passes", got)
+		}
+		return nil
+	})
 }

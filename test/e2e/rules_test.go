@@ -140,8 +140,11 @@ func TestHealthSuspendedPausedDeployment(t *testing.T) {
 	assert.Nil(t, e.FirstUnhealthy, "no deadline runs while Suspended")
 	dumpObjects(t, ns, "deployments")
 
-	// Three deadlines later it is still Suspended, not Degraded.
+	// Three deadlines later it is still Suspended, not Degraded, after at
+	// least three passes (every passInterval, a pass taking up to a second).
+	passes := countPasses(t, healthPass, ns, "web")
 	time.Sleep(9 * time.Second)
+	passes.requireAtLeast(t, 3)
 	e = entryStatus(t, ns, "web", "Deployment", "web")
 	assert.Equal(t, convoyv1alpha1.HealthSuspended, e.State, e.Message)
 	waitHealthy(t, ns, "web", metav1.ConditionFalse, "Suspended")
