@@ -61,12 +61,6 @@ func FuzzAddressPolicy(f *testing.F) {
 	})
 }
 
-// beforeWireServerAndEmbeddedIPv4 leaves out of the oracle what the address
-// policy is about to refuse: Azure's WireServer (168.63.129.16), and the
-// IPv4 address held in an IPv4-compatible address (::a.b.c.d) or in the
-// local-use NAT64 prefix (64:ff9b:1::/48). Drop it once the policy does.
-const beforeWireServerAndEmbeddedIPv4 = true
-
 // The oracle's own lists, from the ranges' RFCs and the clouds' documents
 // rather than from dial.go, so that a change to the policy's lists shows
 // here.
@@ -116,7 +110,7 @@ func refusedByOracle(address string, allowLoopback bool, denied netip.Prefix) st
 	case ip.Is4():
 	case oracleNAT64.Contains(ip):
 		judged = append(judged, ipv4(b[12], b[13], b[14], b[15]))
-	case oracleNAT64Local.Contains(ip) && !beforeWireServerAndEmbeddedIPv4:
+	case oracleNAT64Local.Contains(ip):
 		// The prefix taken from it may be a /96 (the IPv4 address in the
 		// last 32 bits) or the /48 itself (bits 48 to 63 and 72 to 87,
 		// RFC 6052 section 2.2); 0.0.0.0 is where a layout not in use
@@ -126,7 +120,7 @@ func refusedByOracle(address string, allowLoopback bool, denied netip.Prefix) st
 				judged = append(judged, a)
 			}
 		}
-	case oracleCompatible.Contains(ip) && !beforeWireServerAndEmbeddedIPv4:
+	case oracleCompatible.Contains(ip):
 		judged = append(judged, ipv4(b[12], b[13], b[14], b[15]))
 	}
 	for _, a := range judged {
@@ -151,7 +145,7 @@ func refusedOne(ip netip.Addr, allowLoopback bool, denied netip.Prefix) string {
 		return "link-local"
 	case !allowLoopback && slices.ContainsFunc(oracleLocalHost, func(p netip.Prefix) bool { return p.Contains(ip) }):
 		return "the local host"
-	case slices.Contains(oracleMetadata, ip), ip == oracleWireServer && !beforeWireServerAndEmbeddedIPv4:
+	case slices.Contains(oracleMetadata, ip), ip == oracleWireServer:
 		return "a metadata service"
 	case denied.Contains(ip):
 		return "denied"
