@@ -1,6 +1,7 @@
 package source
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -50,6 +52,9 @@ func indexSize(entries map[string][]indexEntry) int {
 		n += mapEntry + len(chart) + cap(versions)*int(unsafe.Sizeof(indexEntry{}))
 		for _, e := range versions {
 			n += len(e.Version) + len(e.Digest) + cap(e.URLs)*stringHeader
+			if e.semver != nil {
+				n += int(unsafe.Sizeof(semver.Version{})) + len(e.semver.Original())
+			}
 			for _, u := range e.URLs {
 				n += len(u)
 			}
@@ -63,6 +68,9 @@ type indexEntry struct {
 	Version string   `yaml:"version"`
 	URLs    []string `yaml:"urls"`
 	Digest  string   `yaml:"digest"`
+	// semver is Version parsed, nil when it is not a semantic version:
+	// parsed once with the index, not at every pick.
+	semver *semver.Version `yaml:"-"`
 }
 
 // helmResolution is a Helm repository source resolved to a chart version.
@@ -264,6 +272,9 @@ func parseIndex(repo string, data []byte) (*index, error) {
 	if file.APIVersion == "" && file.Entries == nil {
 		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: index.yaml has neither apiVersion nor entries: not a Helm repository index", repo)
 	}
+	for _, versions := range file.Entries {
+		sortVersions(versions)
+	}
 	return &index{bytes: indexSize(file.Entries), entries: file.Entries}, nil
 }
 
@@ -291,19 +302,42 @@ func pickVersion(src *convoyv1alpha1.HelmRepositorySource, entries []indexEntry)
 	if err != nil {
 		return nil, failure.New(ReasonSourceInvalid, err, "%s: version %q of chart %s is neither a version of the index nor a constraint", src.URL, src.Version, src.Chart)
 	}
-	var best *indexEntry
-	var bestVersion *semver.Version
+	// The entries are sorted highest first (sortVersions): the first that
+	// meets the constraint is the highest that does.
 	for i := range entries {
-		v, err := semver.NewVersion(entries[i].Version)
-		if err != nil || !c.Check(v) {
-			continue
-		}
-		if best == nil || v.GreaterThan(bestVersion) || v.Equal(bestVersion) && entries[i].Version > best.Version {
-			best, bestVersion = &entries[i], v
+		if v := entries[i].semver; v != nil && c.Check(v) {
+			return &entries[i], nil
 		}
 	}
-	if best == nil {
-		return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no version of chart %s meets %q", src.URL, src.Chart, want)
+	return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no version of chart %s meets %q", src.URL, src.Chart, want)
+}
+
+// sortVersions parses the versions of a chart's entries and sorts them
+// highest first: by semantic version, equal ones by their text (highest
+// first), entries that are no semantic version last; equal texts keep the
+// order of the index, so the first of them is the one an exact version
+// picks.
+func sortVersions(entries []indexEntry) {
+	for i := range entries {
+		if v, err := semver.NewVersion(entries[i].Version); err == nil {
+			entries[i].semver = v
+		}
 	}
-	return best, nil
+	slices.SortStableFunc(entries, func(a, b indexEntry) int {
+		switch {
+		case a.semver == nil || b.semver == nil:
+			return cmp.Compare(boolRank(a.semver == nil), boolRank(b.semver == nil))
+		case !a.semver.Equal(b.semver):
+			return b.semver.Compare(a.semver)
+		}
+		return strings.Compare(b.Version, a.Version)
+	})
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
