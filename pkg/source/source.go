@@ -247,7 +247,7 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 		}
 		if out.Chart != nil {
 			if err := checkChart(out.Where, out.Chart, int64(f.opts.MaxArtifactBytes)); err != nil {
-				return nil, err
+				return nil, counted(err)
 			}
 		}
 		return out, nil
