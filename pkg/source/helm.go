@@ -1,7 +1,6 @@
 package source
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -325,19 +324,15 @@ func sortVersions(entries []indexEntry) {
 	}
 	slices.SortStableFunc(entries, func(a, b indexEntry) int {
 		switch {
-		case a.semver == nil || b.semver == nil:
-			return cmp.Compare(boolRank(a.semver == nil), boolRank(b.semver == nil))
+		case a.semver == nil && b.semver == nil:
+			return 0
+		case a.semver == nil:
+			return 1
+		case b.semver == nil:
+			return -1
 		case !a.semver.Equal(b.semver):
 			return b.semver.Compare(a.semver)
 		}
 		return strings.Compare(b.Version, a.Version)
 	})
-}
-
-// boolRank orders false before true.
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

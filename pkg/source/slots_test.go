@@ -184,3 +184,9 @@ func TestSlotsPerNamespace(t *testing.T) {
 		require.NoError(t, <-stuck)
 	}
 }
+
+// A namespace's cap above all the slots is all of them.
+func TestSlotsPerNamespaceAtMostAll(t *testing.T) {
+	s := newSlots(1, 2)
+	assert.Equal(t, 1, s.perNamespace)
+}

@@ -187,7 +187,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	sources.IntVar(&o.Sources.Concurrency, "max-concurrent-fetches", o.Sources.Concurrency,
 		"Requests to registries and repositories at once (a tag's HEAD, an index, a download), by the loops and the subresources together; a request waits for a slot within the fetch timeout. A request shared by several Releases takes one slot, and keeps it when its callers give up.")
 	sources.IntVar(&o.Sources.PerNamespace, "max-concurrent-fetches-per-namespace", o.Sources.PerNamespace,
-		"Slots of --max-concurrent-fetches that the Releases of one namespace hold at once, so that a tenant's slow or silent registry leaves slots to the other namespaces.")
+		"Slots of --max-concurrent-fetches that the Releases of one namespace hold at once (at most all of them), so that a tenant's slow or silent registry leaves slots to the other namespaces.")
 	sources.IntVar(&o.Sources.CacheBytes, "source-cache-bytes", o.Sources.CacheBytes, "Most bytes of artifacts kept by origin (registry and repository, chart URL) and digest, shared by every Release that names that origin and may read them there: access is confirmed per credentials.")
 	sources.DurationVar(&o.Sources.ResolveMaxAge, "source-resolve-max-age", o.Sources.ResolveMaxAge,
 		"How long a tag's digest or a Helm index is reused per URL and credentials, and an access to a kept artifact taken as confirmed: a tag moved shows within it.")
@@ -276,9 +276,6 @@ func (o *Options) Validate() error {
 	}
 	if s := o.Sources; s.Timeout <= 0 || s.MaxArtifactBytes <= 0 || s.MaxIndexBytes <= 0 || s.Concurrency <= 0 || s.PerNamespace <= 0 || s.CacheBytes <= 0 || s.ResolveMaxAge <= 0 || s.ResolveMaxAge > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--fetch-timeout, --max-artifact-bytes, --max-index-bytes, --max-concurrent-fetches, --max-concurrent-fetches-per-namespace, --source-cache-bytes and --source-resolve-max-age must be positive, and --source-resolve-max-age at most 10m"))
-	}
-	if s := o.Sources; s.PerNamespace > s.Concurrency {
-		errs = append(errs, fmt.Errorf("--max-concurrent-fetches-per-namespace (%d) must not be more than --max-concurrent-fetches (%d)", s.PerNamespace, s.Concurrency))
 	}
 	if c := o.Contests; c.Heals <= 0 || c.Window <= 0 || c.MaxBackoff <= 0 {
 		errs = append(errs, fmt.Errorf("--contest-heals, --contest-window and --contest-max-backoff must be positive"))

@@ -22,6 +22,10 @@ func TestValidate(t *testing.T) {
 		{name: "no target timeout", change: func(o *Options) { o.Target.Timeout = 0 }, wantErr: "--target-timeout"},
 		{name: "no response limit", change: func(o *Options) { o.Target.MaxResponseBytes = 0 }, wantErr: "--max-target-response-bytes"},
 		{name: "negative response limit", change: func(o *Options) { o.Target.MaxResponseBytes = -1 }, wantErr: "--max-target-response-bytes"},
+		{name: "no fetch slot per namespace", change: func(o *Options) { o.Sources.PerNamespace = 0 }, wantErr: "--max-concurrent-fetches-per-namespace"},
+		// The per-namespace cap is at most all the slots: lowering
+		// --max-concurrent-fetches alone is valid.
+		{name: "one fetch slot", change: func(o *Options) { o.Sources.Concurrency = 1 }},
 		{name: "no render timeout", change: func(o *Options) { o.Render.Timeout = 0 }, wantErr: "--render-timeout"},
 		{name: "no render slot", change: func(o *Options) { o.RenderConcurrency = 0 }, wantErr: "--max-concurrent-renders"},
 		{name: "render memory too small", change: func(o *Options) { o.Render.Memory = 64 << 20 }, wantErr: "--render-memory-limit"},
