@@ -101,7 +101,7 @@ func TestAddressPolicyControl(t *testing.T) {
 				if assert.True(t, errors.As(err, &notAllowed), "%+v: %v", p.policy, err) {
 					assert.Equal(t, p.why, notAllowed.Why, "%+v", p.policy)
 					assert.Equal(t, tc.address, notAllowed.Address)
-					assert.Equal(t, ReasonAddressNotAllowed, failure.Reason(err))
+					assert.Equal(t, ReasonAddressNotAllowed, failure.ReasonOf(err))
 					assert.Equal(t, notAllowed.Error(), err.Error())
 				}
 			}

@@ -2,11 +2,11 @@ package cluster
 
 import (
 	"errors"
-	"regexp"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -14,7 +14,15 @@ import (
 // server refused because convoy-apiserver may not impersonate the Release's
 // ServiceAccount: the Release's namespace has not granted it (see
 // ImpersonationClusterRole).
-const ReasonImpersonationNotGranted = "ImpersonationNotGranted"
+var ReasonImpersonationNotGranted = failure.Declare(failure.Reason{
+	Name: "ImpersonationNotGranted", Class: failure.ClassForbidden, Shows: everywhere,
+	Means:  "the Release's namespace has not granted convoy-apiserver the impersonation of its ServiceAccounts",
+	Action: "bind the ClusterRole the message names in the Release's namespace (see the tenancy docs), or move the Release to a namespace that opted in",
+})
+
+// everywhere: a failure of the Access or of a read of the target cluster
+// shows in both conditions and in the subresources' answers.
+var everywhere = []failure.Where{failure.InSync, failure.Healthy, failure.Response}
 
 // ImpersonationClusterRole is the ClusterRole, shipped with convoy-apiserver,
 // that allows impersonating ServiceAccounts. Bound by a RoleBinding in a
@@ -22,13 +30,6 @@ const ReasonImpersonationNotGranted = "ImpersonationNotGranted"
 // ServiceAccounts of that namespace only: impersonating a ServiceAccount is
 // authorized in the ServiceAccount's namespace.
 const ImpersonationClusterRole = "convoy-apiserver:impersonate"
-
-// impersonationRefusal matches the API server's refusal to let a user act
-// as another, and names the user. kube-apiserver v1.37 writes, with
-// constrained impersonation, `User "U" cannot impersonate-on:serviceaccount:get
-// resource "configmaps" ...` (the verb that a narrower grant would need),
-// and without it `User "U" cannot impersonate resource "serviceaccounts" ...`.
-var impersonationRefusal = regexp.MustCompile(`User "([^"]+)" cannot impersonate(-on:[a-z-]+:[a-z]+)? resource `)
 
 // ImpersonationRefused returns, when err is (or wraps) the API server's
 // refusal to let convoy-apiserver act as id, a *failure.Error of reason
@@ -41,12 +42,12 @@ func ImpersonationRefused(err error, id Identity) (*failure.Error, bool) {
 	if !errors.As(err, &status) {
 		return nil, false
 	}
-	m := impersonationRefusal.FindStringSubmatch(status.Status().Message)
-	if m == nil {
+	who, ok := errtext.ImpersonationRefused(status.Status().Message)
+	if !ok {
 		return nil, false
 	}
-	subject := "--user " + m[1]
-	if sa, ok := strings.CutPrefix(m[1], "system:serviceaccount:"); ok {
+	subject := "--user " + who
+	if sa, ok := strings.CutPrefix(who, "system:serviceaccount:"); ok {
 		subject = "--serviceaccount " + sa
 	}
 	return failure.Quiet(ReasonImpersonationNotGranted, err,

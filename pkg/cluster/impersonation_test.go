@@ -53,5 +53,5 @@ func TestImpersonationRefused(t *testing.T) {
 		_, ok := ImpersonationRefused(err, id)
 		assert.False(t, ok, "%v", err)
 	}
-	assert.Equal(t, "", failure.Reason(nil))
+	assert.Equal(t, "", failure.ReasonOf(nil))
 }

@@ -12,7 +12,11 @@ import (
 // of a target cluster's API server larger than Options.MaxResponseBytes
 // (--max-target-response-bytes): its declared Content-Length, or the bytes
 // read of its body.
-const ReasonResponseTooLarge = "ResponseTooLarge"
+var ReasonResponseTooLarge = failure.Declare(failure.Reason{
+	Name: "ResponseTooLarge", Class: failure.ClassOverLimit, Shows: everywhere, Refusal: true,
+	Means:  "an answer of the target cluster's API server passed --max-target-response-bytes (its Content-Length, or the bytes read of its body)",
+	Action: "find what makes the answer so large (the message names the request); raise --max-target-response-bytes only for a cluster you trust",
+})
 
 // DefaultMaxResponseBytes is the default of Options.MaxResponseBytes: no
 // discovery document or object of a kube-apiserver comes near it (etcd

@@ -183,7 +183,7 @@ func tooLarge(t *testing.T, err error) {
 	require.Error(t, err)
 	f, ok := failure.Find(err, ReasonResponseTooLarge)
 	require.True(t, ok, "no %s in %T: %v", ReasonResponseTooLarge, err, err)
-	assert.Equal(t, ReasonResponseTooLarge, failure.Reason(err), "the outermost reason of %v", err)
+	assert.Equal(t, ReasonResponseTooLarge, failure.ReasonOf(err), "the outermost reason of %v", err)
 	assert.Contains(t, f.Message, "Cluster.convoy.kumodo.io team-a/tenant")
 	assert.Contains(t, f.Message, "1048576 bytes, the limit of --max-target-response-bytes")
 	assert.Empty(t, NetworkFailure(err), "not an unreachable cluster")

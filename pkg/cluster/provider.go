@@ -34,12 +34,17 @@ import (
 // Reasons of a failure to build the Access of a Release (a
 // *failure.Error; a refusal to read the Secret of a Cluster is
 // failure.ReasonForbidden).
-const (
-	// ReasonClusterNotFound: the Cluster or the Secret it names does not exist.
-	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonClusterConfigInvalid: the Secret lacks the key, or its value is
-	// not a usable kubeconfig (see RESTConfigFromKubeconfig).
-	ReasonClusterConfigInvalid = "ClusterConfigInvalid"
+var (
+	ReasonClusterNotFound = failure.Declare(failure.Reason{
+		Name: "ClusterNotFound", Class: failure.ClassNotFound, Shows: everywhere,
+		Means:  "the Cluster spec.target names, or the Secret it names, does not exist",
+		Action: "create the Cluster and its kubeconfig Secret in the Release's namespace, or correct spec.target",
+	})
+	ReasonClusterConfigInvalid = failure.Declare(failure.Reason{
+		Name: "ClusterConfigInvalid", Class: failure.ClassInvalid, Shows: everywhere,
+		Means:  "the Cluster's Secret lacks the key, or its value is not a usable kubeconfig (exec plugins, files, auth providers and plain http to a non-loopback server are refused)",
+		Action: "write a kubeconfig with a server URL and inline credentials into the Secret (see the Clusters docs)",
+	})
 )
 
 // DefaultKubeconfigKey is the Secret key of the kubeconfig when the Cluster's

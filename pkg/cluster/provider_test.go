@@ -572,7 +572,7 @@ func TestTargetTalksTLS(t *testing.T) {
 	var notAllowed *AddressNotAllowedError
 	require.ErrorAs(t, err, &notAllowed)
 	assert.Equal(t, WhyLoopback, notAllowed.Why)
-	assert.Equal(t, ReasonAddressNotAllowed, failure.Reason(err))
+	assert.Equal(t, ReasonAddressNotAllowed, failure.ReasonOf(err))
 	assert.Zero(t, requests.Load(), "no request reached the loopback listener")
 	assert.Equal(t, refusedBefore+1, refusalCount(t, ReasonAddressNotAllowed))
 

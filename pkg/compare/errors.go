@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -18,28 +18,51 @@ import (
 // the credentials may not read or dry-run (401, or 403 not from admission)
 // is failure.ReasonForbidden; a panic, failure.ReasonInternalError; a
 // network failure, a timeout, a 5xx or a 429, failure.ReasonClusterUnreachable.
-const (
-	// ReasonInSync: every object is in sync.
-	ReasonInSync = "InSync"
-	// ReasonDrifted: at least one object is Modified or Missing.
-	ReasonDrifted = "Drifted"
-	// ReasonNoKindMatch: the cluster does not serve the kind of an object,
-	// e.g. its CRD is not installed.
-	ReasonNoKindMatch = "NoKindMatch"
-	// ReasonDryRunRejected: the API server answered the dry run with a 4xx:
-	// invalid object, bad request, denied by admission, ...
-	ReasonDryRunRejected = "DryRunRejected"
-	// ReasonDryRunFailed: the dry run failed without an answer of the API
-	// server that classifies it (an unexpected client-side error).
-	ReasonDryRunFailed = "DryRunFailed"
-	// ReasonReadFailed: reading the live object failed with an error other
-	// than NotFound.
-	ReasonReadFailed = "ReadFailed"
-	// ReasonCanceled: the caller canceled the compare.
-	ReasonCanceled = "Canceled"
-	// ReasonInvalidObject: an object of the render has no kind or name.
-	ReasonInvalidObject = "InvalidObject"
+var (
+	ReasonInSync = failure.Declare(failure.Reason{
+		Name: "InSync", Class: failure.ClassOutcome, Shows: inSync,
+		Means:  "every object of the desired render is in sync with the cluster (InSync True)",
+		Action: "nothing",
+	})
+	ReasonDrifted = failure.Declare(failure.Reason{
+		Name: "Drifted", Class: failure.ClassOutcome, Shows: inSync,
+		Means:  "at least one object is Modified or Missing (InSync False); /diff lists the changes and who made them",
+		Action: "read /diff (kubectl convoy release diff); in automatic mode convoy requests a sync",
+	})
+	ReasonNoKindMatch = failure.Declare(failure.Reason{
+		Name: "NoKindMatch", Class: failure.ClassNotFound, Shows: inSync,
+		Means:  "the target cluster does not serve the kind of an object, e.g. its CRD is not installed",
+		Action: "install the CRD (an earlier wave of the Release may install it), or correct the object's apiVersion",
+	})
+	ReasonDryRunRejected = failure.Declare(failure.Reason{
+		Name: "DryRunRejected", Class: failure.ClassInvalid, Shows: inSync,
+		Means:  "the API server answered the dry run of an object with a 4xx: an invalid object, a bad request, a denial by admission",
+		Action: "correct the object as the message says; the real apply would be rejected the same way",
+	})
+	ReasonDryRunFailed = failure.Declare(failure.Reason{
+		Name: "DryRunFailed", Class: failure.ClassUnavailable, Shows: inSync,
+		Means:  "the dry run failed without an answer of the API server that classifies it (an unexpected client-side error)",
+		Action: "read convoy-apiserver's log for the error; the next pass tries again",
+	})
+	ReasonReadFailed = failure.Declare(failure.Reason{
+		Name: "ReadFailed", Class: failure.ClassUnavailable, Shows: inSync,
+		Means:  "reading the live object failed with an error other than NotFound",
+		Action: "read the message; the next pass tries again",
+	})
+	ReasonCanceled = failure.Declare(failure.Reason{
+		Name: "Canceled", Class: failure.ClassUnavailable, Shows: inSync,
+		Means:  "the caller canceled the compare (a client that went away, a server that stops)",
+		Action: "nothing: the next pass runs it again",
+	})
+	ReasonInvalidObject = failure.Declare(failure.Reason{
+		Name: "InvalidObject", Class: failure.ClassInvalid, Shows: inSync,
+		Means:  "an object of the render has no kind or name",
+		Action: "correct the object in the source",
+	})
 )
+
+// inSync: the compare's reasons show in the InSync condition and /diff.
+var inSync = []failure.Where{failure.InSync, failure.Response}
 
 // step is the request of a compare that failed.
 type step uint8
@@ -78,7 +101,7 @@ func classify(s step, who string, err error) (reason, what string) {
 	case isResourceNotServed(err):
 		return ReasonNoKindMatch, "the cluster does not serve the resource of the kind"
 	}
-	if reason := failure.Reason(err); reason != "" {
+	if reason := failure.ReasonOf(err); reason != "" {
 		// An error that names its reason, such as the refusal of the
 		// dialer to connect to an address that is not allowed.
 		return reason, s.String() + " failed"
@@ -107,7 +130,7 @@ func classifyStatus(s step, who string, err error, apiStatus apierrors.APIStatus
 	case apierrors.IsUnauthorized(err):
 		return failure.ReasonForbidden, fmt.Sprintf("%s is not authorized (%s): the credentials of %s were refused", s, answer, who)
 	case apierrors.IsForbidden(err):
-		if s == stepDryRun && isAdmissionDenial(status.Message) {
+		if s == stepDryRun && errtext.AdmissionDenied(status.Message) {
 			return ReasonDryRunRejected, fmt.Sprintf("admission denied the dry run (%s)", answer)
 		}
 		return failure.ReasonForbidden, fmt.Sprintf("%s may not %s (%s)", who, s.verb(), answer)
@@ -141,16 +164,4 @@ func isResourceNotServed(err error) bool {
 	}
 	details := apiStatus.Status().Details
 	return details == nil || details.Name == "" && details.Kind == ""
-}
-
-// isAdmissionDenial reports whether the message of a 403 comes from an
-// admission plugin (a ValidatingAdmissionPolicy or a webhook) rather than
-// from authorization.
-func isAdmissionDenial(message string) bool {
-	for _, s := range []string{"denied request", "denied the request", "ValidatingAdmissionPolicy", "admission webhook"} {
-		if strings.Contains(message, s) {
-			return true
-		}
-	}
-	return false
 }

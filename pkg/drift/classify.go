@@ -8,84 +8,94 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Reasons of the InSync condition: compare.ReasonInSync (True),
 // compare.ReasonDrifted (False) and ReasonUndetermined (Unknown), whose
 // message begins with the reason of the result (RenderFailed,
 // ClusterUnreachable, Forbidden, ...).
-const (
-	// ReasonUndetermined: the check could not complete.
-	ReasonUndetermined = "Undetermined"
-	// ReasonRenderFailed: the source or the render failed; a reason of an
-	// Undetermined result found before the compare, whose message begins
-	// with the render's own reason (SourceNotFound, TemplateFailed, ...).
-	ReasonRenderFailed = "RenderFailed"
-	// ReasonRenderNotStored: the stored render asked for by its renderRef
-	// (GET /diff?render=REF, /preview?render=REF) is not in the render
-	// store. No condition has it.
-	ReasonRenderNotStored = "RenderNotStored"
+var (
+	ReasonUndetermined = failure.Declare(failure.Reason{
+		Name: "Undetermined", Class: failure.ClassOutcome, Shows: []failure.Where{failure.InSync},
+		Means:  "the check could not complete (InSync Unknown); its message begins with the reason of the failure",
+		Action: "look up the reason its message begins with",
+	})
+	ReasonRenderFailed = failure.Declare(failure.Reason{
+		Name: "RenderFailed", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "the Release's source or render is not valid input, or names something that does not exist: the cause's reason (SourceNotFound, ManifestInvalid, TemplateFailed, ArtifactNotFound, ...) follows it in the message",
+		Action: "look up the cause's reason; /preview shows the same error",
+	})
+	ReasonRenderNotStored = failure.Declare(failure.Reason{
+		Name: "RenderNotStored", Class: failure.ClassNotFound, Shows: []failure.Where{failure.Response},
+		Means:  "the stored render asked for by GET /diff?render=REF or /preview?render=REF is not in the render store (404); no condition has it",
+		Action: "name a renderRef the ReleaseInventory or the Release's status lists",
+	})
 )
 
-// classify gives an error found before the compare (getting the Access of
-// the Release, or its desired render) the reason of an Undetermined result,
-// the one classifier of the InSync condition before the compare (the compare
-// engine classifies the errors of each object):
+// IsRenderNotStored reports whether err is the failure of a stored render
+// asked for (Options.Render) that is not stored.
+func IsRenderNotStored(err error) bool {
+	_, ok := failure.Find(err, ReasonRenderNotStored)
+	return ok
+}
+
+// step is what failed before the compare.
+type step uint8
+
+const (
+	// stepAccess: getting the Access of the Release (its Cluster and
+	// identity).
+	stepAccess step = iota
+	// stepRender: getting its desired render (the source, the render, the
+	// render store).
+	stepRender
+)
+
+// classify gives an error found before the compare (at step) the reason of
+// an Undetermined result, the one classifier of the InSync condition
+// before the compare (the compare engine classifies the errors of each
+// object). It names no reason of another package: it goes by class.
 //
 //   - a stored render asked for that is not stored: ReasonRenderNotStored;
-//   - a namespace that has not granted convoy-apiserver the impersonation
-//     of its ServiceAccounts: cluster.ReasonImpersonationNotGranted, with
-//     what to bind;
-//   - an input, a stored render or the Secret of a Cluster that identity
-//     may not read: failure.ReasonForbidden, naming identity;
-//   - a connection the address policy refused, wherever it happened (the
-//     render's discovery is the first connection to the cluster):
-//     cluster.ReasonAddressNotAllowed;
-//   - an answer of the cluster's API server over its limit, wherever it
-//     happened (the render's discovery, the read of an input):
-//     cluster.ReasonResponseTooLarge;
-//   - a failure of the Access (ClusterNotFound, ClusterConfigInvalid), a
-//     limit of the render (TooManyObjects, RenderTimeout, ...) or a source
-//     that could not be fetched (SourceUnreachable, SourceUnauthorized,
-//     ArtifactNotFound, DigestMismatch, ...): its reason;
-//   - an input that could not be read because the network failed:
-//     ClusterUnreachable;
-//   - any other failure of the render: ReasonRenderFailed, the render's
-//     reason first in the message;
-//   - an error that names no reason: otherwise.
+//   - an API server's refusal to let convoy-apiserver impersonate the
+//     Release's identity: cluster.ReasonImpersonationNotGranted, with what
+//     to bind;
+//   - a *failure.Error: its cause (the innermost failure: a refused address
+//     under a failed read of an input under a failed render is
+//     AddressNotAllowed), with the context of the outermost failure of the
+//     same reason. At stepRender, a cause of class Invalid or NotFound (the
+//     Release's own content, or something it names) is ReasonRenderFailed,
+//     the cause's reason first in its message; every other class (a limit,
+//     a refusal, something unavailable) keeps its own reason;
+//   - an API server's Forbidden that no step classified:
+//     failure.ReasonForbidden, naming identity;
+//   - any other error: ReasonRenderFailed at stepRender,
+//     cluster.ReasonClusterNotFound at stepAccess.
 //
-// The result wraps err.
-func classify(err error, otherwise string, identity cluster.Identity) *failure.Error {
+// The result wraps err (RenderFailed wraps its cause).
+func classify(err error, s step, identity cluster.Identity) *failure.Error {
 	if errors.Is(err, render.ErrNotStored) {
 		return failure.Quiet(ReasonRenderNotStored, err, "%v", err)
-	}
-	if f, ok := failure.Find(err, cluster.ReasonImpersonationNotGranted); ok {
-		return f
 	}
 	if f, ok := cluster.ImpersonationRefused(err, identity); ok {
 		return f
 	}
-	if apierrors.IsForbidden(err) {
-		if f, ok := failure.Find(err, failure.ReasonForbidden); ok {
-			return f // it says who was refused
+	cause, ok := failure.Cause(err)
+	if !ok {
+		switch {
+		case apierrors.IsForbidden(err):
+			return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
+		case s == stepRender:
+			return failure.Quiet(ReasonRenderFailed, err, "%v", err)
 		}
-		return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
+		return failure.Quiet(cluster.ReasonClusterNotFound, err, "%v", err)
 	}
-	if f, ok := failure.Find(err, cluster.ReasonAddressNotAllowed); ok {
-		return f
+	cause, _ = failure.Find(err, cause.Reason) // the outermost of that reason says where
+	switch failure.ClassOf(cause.Reason) {
+	case failure.ClassInvalid, failure.ClassNotFound:
+		if s == stepRender {
+			return failure.Quiet(ReasonRenderFailed, cause, "%s: %s", cause.Reason, cause.Message)
+		}
 	}
-	if f, ok := failure.Find(err, cluster.ReasonResponseTooLarge); ok {
-		return f
-	}
-	f, ok := failure.As(err)
-	switch {
-	case !ok:
-		return failure.Quiet(otherwise, err, "%v", err)
-	case otherwise != ReasonRenderFailed, render.IsLimit(f.Reason), source.IsFetchFailure(f.Reason):
-		return f
-	case f.Reason == source.ReasonInputUnavailable && cluster.NetworkFailure(f) != "":
-		return failure.Quiet(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", cluster.NetworkFailure(f), f.Message)
-	}
-	return failure.Quiet(ReasonRenderFailed, err, "%s: %s", f.Reason, f.Message)
+	return cause
 }

@@ -167,11 +167,11 @@ func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, 
 func (c *Checker) desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*cluster.Access, *desired.Result, *failure.Error) {
 	access, err := c.targets.ForRelease(ctx, release)
 	if err != nil {
-		return nil, nil, classify(err, cluster.ReasonClusterNotFound, cluster.Identity{})
+		return nil, nil, classify(err, stepAccess, cluster.Identity{})
 	}
 	want, err := desired.For(c.render, c.renders, access).Resolve(ctx, release, ref)
 	if err != nil {
-		return access, nil, classify(err, ReasonRenderFailed, access.Identity)
+		return access, nil, classify(err, stepRender, access.Identity)
 	}
 	return access, want, nil
 }

@@ -110,7 +110,7 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 			report, err := c.Check(context.Background(), release, Options{Render: tc.ref})
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
-				assert.Equal(t, ReasonRenderNotStored, failure.Reason(err))
+				assert.Equal(t, ReasonRenderNotStored, failure.ReasonOf(err))
 				return
 			}
 			require.NoError(t, err)
@@ -174,6 +174,6 @@ func TestCheckPanicIsUndetermined(t *testing.T) {
 	assert.Contains(t, report.Message, "injected panic")
 
 	_, err = c.Desired(context.Background(), &convoyv1alpha1.Release{}, "")
-	assert.Equal(t, failure.ReasonInternalError, failure.Reason(err))
+	assert.Equal(t, failure.ReasonInternalError, failure.ReasonOf(err))
 	assert.ErrorContains(t, err, "injected panic")
 }

@@ -1,9 +1,12 @@
 // Package failure is the one error type of convoy-apiserver's engines: a
 // failure that names its reason (the word a condition, a ReleaseDiff or an
 // HTTP status carries) and a message a person reads. Every step (the target
-// cluster's access, the render, the compare, the health rules) returns it;
-// drift and health each classify it for their condition, and the REST
-// storage maps a reason to an HTTP status.
+// cluster's access, the render, the compare, the health rules) returns it.
+//
+// Each reason is declared once, where it is given, with its class (Declare,
+// reasons.go): drift and health classify a failure for their condition by
+// its class, and the REST storage maps a class to an HTTP status, so that
+// no package names another's reasons one by one.
 //
 // It also recovers panics (Panicked): a leaf package, so that the engines
 // and the loops need nothing else to turn a panic into an InternalError.
@@ -16,20 +19,6 @@ import (
 	"runtime/debug"
 
 	"k8s.io/klog/v2"
-)
-
-// Reasons that several steps share.
-const (
-	// ReasonForbidden: the identity a Release acts as (or a Cluster's
-	// kubeconfig) may not do what a step needs: read an input, the Secret of
-	// a Cluster or an object, or dry-run it.
-	ReasonForbidden = "Forbidden"
-	// ReasonInternalError: a step panicked; the stack is in the log.
-	ReasonInternalError = "InternalError"
-	// ReasonClusterUnreachable: the network failed or timed out, or the API
-	// server answered 5xx or 429: the render's reads of the target cluster
-	// and the compare's alike.
-	ReasonClusterUnreachable = "ClusterUnreachable"
 )
 
 // Error is a failure that names its reason. Err is the underlying error, nil
@@ -76,13 +65,30 @@ func As(err error) (*Error, bool) {
 	return nil, false
 }
 
-// Reason returns the reason of the outermost Error in err's tree, "" when
+// ReasonOf returns the reason of the outermost Error in err's tree, "" when
 // there is none.
-func Reason(err error) string {
+func ReasonOf(err error) string {
 	if f, ok := As(err); ok {
 		return f.Reason
 	}
 	return ""
+}
+
+// Cause returns the innermost Error in err's tree, the failure that the
+// others wrap to add where it happened: a refused address under a failed
+// read of an input under a failed render is AddressNotAllowed.
+func Cause(err error) (*Error, bool) {
+	f, ok := As(err)
+	if !ok {
+		return nil, false
+	}
+	for {
+		inner, ok := As(f.Err)
+		if !ok {
+			return f, true
+		}
+		f = inner
+	}
 }
 
 // Find returns the outermost Error in err's tree whose reason is reason:

@@ -174,17 +174,21 @@ func pendingCondition(release *convoyv1alpha1.Release, inv *convoyv1alpha1.Relea
 
 // cannotAssess classifies an error met reading an entry: it reports whether
 // it concerns the whole Release (the Release cannot be assessed) rather than
-// the entry (Unknown), and returns the error to report it with.
+// the entry (Unknown), and returns the error to report it with. By class
+// (pkg/failure): what is unavailable (the cluster, its discovery) or over a
+// limit (an answer of the cluster's API server larger than any
+// kube-apiserver gives: reading the other entries would only read as much
+// again each) concerns the whole Release; an object the identity may not
+// read, or whose kind is not served, concerns its entry.
 func cannotAssess(err error) (error, bool) {
 	if f, ok := failure.Find(err, ReasonCannotAssess); ok {
 		return f, true
 	}
-	if f, ok := failure.Find(err, cluster.ReasonResponseTooLarge); ok {
-		// The cluster's API server answered discovery or one object with
-		// more than any kube-apiserver does (etcd holds objects of at most
-		// 1.5 MiB): reading the other entries would only read as much
-		// again each. The message names the limit and its flag.
-		return f, true
+	if cause, ok := failure.Cause(err); ok {
+		switch failure.ClassOf(cause.Reason) {
+		case failure.ClassUnavailable, failure.ClassOverLimit:
+			return cause, true
+		}
 	}
 	if what := cluster.NetworkFailure(err); what != "" {
 		return fmt.Errorf("the cluster is unreachable (%s): %w", what, err), true

@@ -43,7 +43,7 @@ func TestClusterReader(t *testing.T) {
 		_, err := r.Resource(ctx, deployments.GroupVersion().WithKind("Deployment"))
 		_, whole := cannotAssess(err)
 		assert.True(t, whole, "%v", err)
-		assert.Equal(t, ReasonCannotAssess, failure.Reason(err))
+		assert.Equal(t, ReasonCannotAssess, failure.ReasonOf(err))
 		_, err = r.Get(ctx, webEntry)
 		_, whole = cannotAssess(err)
 		assert.True(t, whole, "%v", err)

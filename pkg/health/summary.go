@@ -7,34 +7,37 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
-// Reasons of the Healthy condition of a Release.
-const (
-	// ReasonHealthy: every resource is Healthy (status True).
-	ReasonHealthy = "Healthy"
-	// ReasonProgressing: the worst resource is Progressing (status False).
-	ReasonProgressing = "Progressing"
-	// ReasonUnknown: the worst resource is Unknown (status Unknown).
-	ReasonUnknown = "Unknown"
-	// ReasonSuspended: the worst resource is Suspended: its controller
-	// stopped on purpose (status False: the Release is not healthy, but
-	// nothing failed).
-	ReasonSuspended = "Suspended"
-	// ReasonDegraded: a resource is Degraded (status False).
-	ReasonDegraded = "Degraded"
-	// ReasonNotConfigured: the Release has no spec.healthAssessment (status
-	// True); convoy treats every wave and runAfter: Healthy hook as healthy.
-	ReasonNotConfigured = "NotConfigured"
-	// ReasonPending: not every inventory entry is at the current render,
-	// status.lastAttempted.renderRef, yet (status Unknown).
-	ReasonPending = "Pending"
-	// ReasonCannotAssess: the health cannot be assessed: the cluster is
-	// unreachable, a rule does not compile, a selector is not valid (status
-	// Unknown). status.healthSummary keeps its last value.
-	ReasonCannotAssess = "CannotAssess"
+// Reasons of the Healthy condition of a Release: outcomes, declared with
+// pkg/failure so that every reason is listed in one registry.
+var (
+	ReasonHealthy = outcome("Healthy",
+		"every resource is Healthy (status True).")
+	ReasonProgressing = outcome("Progressing",
+		"the worst resource is Progressing (status False).")
+	ReasonUnknown = outcome("Unknown",
+		"the worst resource is Unknown (status Unknown).")
+	ReasonSuspended = outcome("Suspended",
+		"the worst resource is Suspended: its controller stopped on purpose (status False: the Release is not healthy, but nothing failed).")
+	ReasonDegraded = outcome("Degraded",
+		"a resource is Degraded (status False).")
+	ReasonNotConfigured = outcome("NotConfigured",
+		"the Release has no spec.healthAssessment (status True); convoy treats every wave and runAfter: Healthy hook as healthy.")
+	ReasonPending = outcome("Pending",
+		"not every inventory entry is at the current render, status.lastAttempted.renderRef, yet (status Unknown).")
+	ReasonCannotAssess = outcome("CannotAssess",
+		"the health cannot be assessed: the cluster is unreachable, a rule does not compile, a selector is not valid (status Unknown). status.healthSummary keeps its last value.")
 )
+
+// outcome declares a reason of the Healthy condition that is not a failure
+// of convoy-apiserver: what it says is in the Health docs.
+func outcome(name, means string) string {
+	return failure.Declare(failure.Reason{Name: name, Class: failure.ClassOutcome, Shows: []failure.Where{failure.Healthy},
+		Means: means, Action: "see the Health assessment docs: the per-object states of /health name the objects and the rules"})
+}
 
 // Summarize counts the states: total, healthy, suspended, progressing,
 // degraded and unknown. An entry without a state (never assessed) counts as

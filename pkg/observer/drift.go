@@ -167,7 +167,11 @@ func (l *DriftLoop) observeContests(ctx context.Context, release *convoyv1alpha1
 
 // ReasonFieldContested is the reason of the Warning Event of a field that
 // became contested.
-const ReasonFieldContested = "FieldContested"
+var ReasonFieldContested = failure.Declare(failure.Reason{
+	Name: "FieldContested", Class: failure.ClassOutcome, Shows: []failure.Where{failure.Event},
+	Means:  "another controller took a field back after several self-heals: self-heal of the Release backs off",
+	Action: "remove the field from the render, or let the manager the Event names own it",
+})
 
 // Interval is spec.syncPolicy.interval, or DefaultInterval.
 func Interval(release *convoyv1alpha1.Release) time.Duration {

@@ -45,7 +45,7 @@ func FuzzManifests(f *testing.F) {
 			require.NoError(t, manifest.Validate(o))
 		}
 		if _, err := New(objs); err != nil {
-			require.Equal(t, ReasonManifestInvalid, failure.Reason(err))
+			require.Equal(t, ReasonManifestInvalid, failure.ReasonOf(err))
 			require.Contains(t, err.Error(), "duplicate object")
 		}
 	})
@@ -119,7 +119,7 @@ func FuzzStoreDecode(f *testing.F) {
 		objs, err := decodeInflating(inflated, limits)
 		require.LessOrEqual(t, inflated.n, int64(limits.MaxBytes)+1, "inflated past the limit")
 		require.LessOrEqual(t, len(objs), limits.MaxObjects)
-		switch failure.Reason(err) {
+		switch failure.ReasonOf(err) {
 		case ReasonStoredRenderTooLarge:
 			require.Greater(t, inflated.n, int64(limits.MaxBytes))
 		case ReasonTooManyObjects:

@@ -14,38 +14,38 @@ import (
 
 // Reasons of a render that passed one of its Limits. Each names the limit
 // and the flag that sets it.
-const (
-	// ReasonRenderTimeout: the render took longer than Limits.Timeout
-	// (--render-timeout) and was stopped.
-	ReasonRenderTimeout = "RenderTimeout"
-	// ReasonTooManyObjects: the render holds more than Limits.MaxObjects
-	// (--max-render-objects).
-	ReasonTooManyObjects = "TooManyObjects"
-	// ReasonRenderTooLarge: the render's JSON passes Limits.MaxBytes
-	// (--max-render-bytes).
-	ReasonRenderTooLarge = "RenderTooLarge"
-	// ReasonStoredRenderTooLarge: a stored render inflates past
-	// Limits.MaxBytes (--max-render-bytes).
-	ReasonStoredRenderTooLarge = "StoredRenderTooLarge"
-	// ReasonRenderMemoryExceeded: templating a chart needed more memory
-	// than Limits.Memory (--render-memory-limit); its process was stopped.
-	ReasonRenderMemoryExceeded = "RenderMemoryExceeded"
+var (
+	ReasonRenderTimeout = failure.Declare(failure.Reason{
+		Name: "RenderTimeout", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Means:  "the render took longer than --render-timeout and was stopped",
+		Action: "make the chart or overlay cheaper to render, or raise --render-timeout",
+	})
+	ReasonTooManyObjects = failure.Declare(failure.Reason{
+		Name: "TooManyObjects", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Means:  "the render holds more objects than --max-render-objects",
+		Action: "split the Release, or raise --max-render-objects",
+	})
+	ReasonRenderTooLarge = failure.Declare(failure.Reason{
+		Name: "RenderTooLarge", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Means:  "the render's JSON passes --max-render-bytes",
+		Action: "split the Release, or raise --max-render-bytes",
+	})
+	ReasonStoredRenderTooLarge = failure.Declare(failure.Reason{
+		Name: "StoredRenderTooLarge", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Means:  "a stored render inflates past --max-render-bytes",
+		Action: "raise --max-render-bytes to what the controller stores, or investigate the render-store Secret",
+	})
+	ReasonRenderMemoryExceeded = failure.Declare(failure.Reason{
+		Name: "RenderMemoryExceeded", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Means:  "templating a chart needed more memory than --render-memory-limit; its process was stopped",
+		Action: "make the chart cheaper to render, or raise --render-memory-limit",
+	})
+	ReasonStoredRenderInvalid = failure.Declare(failure.Reason{
+		Name: "StoredRenderInvalid", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Means:  "a render-store Secret that is not a render (another type, not gzip'd JSON objects) or whose content does not match the renderRef it is named for",
+		Action: "investigate who wrote the render-store Secret; convoy's controller writes it again at the next sync",
+	})
 )
-
-// ReasonStoredRenderInvalid: a render-store Secret that is not a render
-// (another type, not gzip'd JSON objects) or whose content does not match
-// the renderRef it is named for.
-const ReasonStoredRenderInvalid = "StoredRenderInvalid"
-
-// IsLimit reports whether reason is that of a render past one of its
-// Limits.
-func IsLimit(reason string) bool {
-	switch reason {
-	case ReasonRenderTimeout, ReasonTooManyObjects, ReasonRenderTooLarge, ReasonStoredRenderTooLarge, ReasonRenderMemoryExceeded:
-		return true
-	}
-	return false
-}
 
 // Defaults of Limits.
 const (

@@ -31,7 +31,7 @@ func (r *Renderer) defaultNamespaces(objs []*unstructured.Unstructured, target s
 			switch {
 			case meta.IsNoMatchError(err):
 			case err != nil:
-				return failure.New(source.ReasonInputUnavailable, err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
+				return source.Unavailable(err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
 			default:
 				known = true
 				scopes[gvk.GroupKind()] = namespaced

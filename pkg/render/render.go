@@ -81,7 +81,7 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 	defer cancel()
 	objs, ferr := r.render(ctx, release, src)
 	if ferr != nil {
-		if timeout := r.engine.timedOut(ctx, "the render"); timeout != nil && ferr.Reason == source.ReasonInputUnavailable {
+		if timeout := r.engine.timedOut(ctx, "the render"); timeout != nil && failure.ClassOf(ferr.Reason) == failure.ClassUnavailable {
 			return nil, timeout
 		}
 		return nil, ferr

@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -123,7 +124,7 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 	}
 	if readErr != nil || waitErr != nil {
 		tail := strings.TrimSpace(stderr.String())
-		if outOfMemory(tail) {
+		if errtext.OutOfMemory(tail) {
 			return nil, failure.New(ReasonRenderMemoryExceeded, nil,
 				"%s used more than the render memory limit of %d bytes (--render-memory-limit) and was stopped", what, s.limits.Memory)
 		}
@@ -134,15 +135,6 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 		return nil, failure.New(ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
 	}
 	return decodeResponse(req.Where, out, req.MaxObjects)
-}
-
-// outOfMemory says whether the standard error of a child that failed is
-// the Go runtime's fatal error for a memory limit it reached ("fatal error:
-// runtime: out of memory", "fatal error: runtime: cannot allocate memory",
-// "fatal error: out of memory allocating heap arena metadata", ...).
-func outOfMemory(stderr string) bool {
-	return strings.Contains(stderr, "fatal error: ") &&
-		(strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"))
 }
 
 // stopped is the error of a render whose context ended.

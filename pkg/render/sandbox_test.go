@@ -183,7 +183,7 @@ func TestSandboxBoundsItsMemory(t *testing.T) {
 	r := sandboxed(t, 1, Limits{Memory: 192 << 20, Timeout: time.Minute}, chartConfigMap("src", buildChart(t, "hungry", files)))
 	rerr := renderErr(t, r, release("src"), ReasonRenderMemoryExceeded)
 	assert.Contains(t, rerr.Message, "the render memory limit of 201326592 bytes (--render-memory-limit)")
-	assert.True(t, IsLimit(rerr.Reason))
+	assert.Equal(t, failure.ClassOverLimit, failure.ClassOf(rerr.Reason))
 	assert.Empty(t, children(t))
 
 	// The same chart with room for it renders.

@@ -72,7 +72,7 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	case apierrors.IsForbidden(err):
 		return nil, failure.New(source.ReasonInputForbidden, err, "render %s in %s may not be read", ref, secret.Describe())
 	case err != nil:
-		return nil, failure.New(source.ReasonInputUnavailable, err, "render %s in %s could not be read", ref, secret.Describe())
+		return nil, source.Unavailable(err, "render %s in %s could not be read", ref, secret.Describe())
 	}
 	if got.Type != SecretType {
 		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s has type %q, not %q", secret.Describe(), got.Type, SecretType)

@@ -106,7 +106,7 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 	case apierrors.IsForbidden(err):
 		return nil, failure.New(source.ReasonInputForbidden, err, "%s may not be read", what)
 	case err != nil:
-		return nil, failure.New(source.ReasonInputUnavailable, err, "%s could not be read", what)
+		return nil, source.Unavailable(err, "%s could not be read", what)
 	case !found:
 		if ref.Optional {
 			return nil, nil

@@ -52,7 +52,7 @@ func readSecret(ctx context.Context, inputs Inputs, namespace string, ref *convo
 	case apierrors.IsForbidden(err):
 		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", where)
 	case err != nil:
-		return nil, failure.New(ReasonInputUnavailable, err, "%s could not be read", where)
+		return nil, Unavailable(err, "%s could not be read", where)
 	}
 	return s, nil
 }

@@ -1,68 +1,102 @@
 package source
 
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+)
+
 // Reasons of a source or an input of the render that could not be read (a
-// *failure.Error); the render's own reasons are in pkg/render.
-const (
-	// ReasonSourceNotFound: the source ConfigMap does not exist.
-	ReasonSourceNotFound = "SourceNotFound"
-	// ReasonSourceInvalid: no source, more than one source kind, a source
-	// ConfigMap that holds neither a chart nor a manifest key, or a URL
-	// that cannot be used.
-	ReasonSourceInvalid = "SourceInvalid"
-	// ReasonInputForbidden: the identity the Release acts as may not read
-	// an input (the source ConfigMap, a valuesFrom ConfigMap or Secret, the
-	// Secret of secretRef or certSecretRef, the render store); the message
-	// is the API server's, which names the user, the verb and the object.
-	ReasonInputForbidden = "InputForbidden"
-	// ReasonInputUnavailable: an input could not be read for a reason other
-	// than NotFound or Forbidden (timeout, server error). Unlike the
-	// reasons above, it says nothing about the Release itself and may pass
-	// on a retry.
-	ReasonInputUnavailable = "InputUnavailable"
+// *failure.Error); the render's own reasons are in pkg/render. Each is
+// declared with its class (pkg/failure): the InSync condition, /diff and
+// /preview carry it without naming it.
+var (
+	ReasonSourceNotFound = failure.Declare(failure.Reason{
+		Name: "SourceNotFound", Class: failure.ClassNotFound, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "the source ConfigMap does not exist",
+		Action: "create the ConfigMap spec.source.configMap names in the Release's namespace, or correct the name",
+	})
+	ReasonSourceInvalid = failure.Declare(failure.Reason{
+		Name: "SourceInvalid", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "no source, more than one source kind, a source ConfigMap that holds neither a chart nor a manifest key, or a URL that cannot be used (credentials in it, plain http)",
+		Action: "correct spec.source as the message says",
+	})
+	ReasonInputForbidden = failure.Declare(failure.Reason{
+		Name: "InputForbidden", Class: failure.ClassForbidden, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "the identity the Release acts as may not read an input (the source ConfigMap, a valuesFrom ConfigMap or Secret, the Secret of secretRef or certSecretRef, the render store); the message is the API server's, which names the user, the verb and the object",
+		Action: "grant the Release's ServiceAccount get on that object, or stop naming it",
+	})
+	ReasonInputUnavailable = failure.Declare(failure.Reason{
+		Name: "InputUnavailable", Class: failure.ClassUnavailable, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "an input could not be read for a reason other than NotFound or Forbidden (a timeout, a server error); it says nothing about the Release itself",
+		Action: "nothing if it passes at the next pass; otherwise check the API server",
+	})
 )
 
 // Reasons of a source that could not be fetched (a *failure.Error). Each
 // tells its cause apart; the InSync condition and /diff carry it as the
-// reason of an Undetermined result (see IsFetchFailure), /preview as the
-// reason of its status.
-const (
-	// ReasonSourceUnreachable: the registry or repository did not answer
-	// (network failure, 5xx, 429), or the address policy refused it.
-	ReasonSourceUnreachable = "SourceUnreachable"
-	// ReasonSourceUnauthorized: the registry or repository answered 401 or
-	// 403: the credentials of secretRef are missing, wrong, or not allowed.
-	ReasonSourceUnauthorized = "SourceUnauthorized"
-	// ReasonArtifactNotFound: no such repository, tag, digest, chart or
-	// chart version (404, or nothing in the index matches).
-	ReasonArtifactNotFound = "ArtifactNotFound"
-	// ReasonDigestMismatch: bytes that do not hash to the digest they were
-	// asked for by (a manifest, a blob, a chart against its index entry).
-	ReasonDigestMismatch = "DigestMismatch"
-	// ReasonArtifactTooLarge: an artifact, a manifest, what an archive
-	// inflates to, or what a file of it claims passes --max-artifact-bytes.
-	ReasonArtifactTooLarge = "ArtifactTooLarge"
-	// ReasonIndexTooLarge: a Helm repository's index passes
-	// --max-index-bytes.
-	ReasonIndexTooLarge = "IndexTooLarge"
-	// ReasonArtifactUnsupported: an OCI artifact that is neither a Helm
-	// chart nor a bundle of manifests, an index that is not one, or a chart
-	// or a bundle that holds a sparse file.
-	ReasonArtifactUnsupported = "ArtifactUnsupported"
-	// ReasonFetchTimeout: fetching the source took longer than
-	// --fetch-timeout and was stopped.
-	ReasonFetchTimeout = "FetchTimeout"
-	// ReasonCredentialsInvalid: the Secret of secretRef or certSecretRef is
-	// missing, or not of the expected type or keys.
-	ReasonCredentialsInvalid = "CredentialsInvalid"
+// reason of an Undetermined result, /preview as the reason of its status.
+var (
+	ReasonSourceUnreachable = failure.Declare(failure.Reason{
+		Name: "SourceUnreachable", Class: failure.ClassUnavailable, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "the registry or repository did not answer (network failure, 5xx, 429)",
+		Action: "check the registry's or repository's server and the network; the next pass tries again",
+	})
+	ReasonSourceUnauthorized = failure.Declare(failure.Reason{
+		Name: "SourceUnauthorized", Class: failure.ClassForbidden, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "the registry or repository answered 401 or 403: the credentials of secretRef are missing, wrong, or not allowed",
+		Action: "correct the Secret spec.source's secretRef names, or grant those credentials access",
+	})
+	ReasonArtifactNotFound = failure.Declare(failure.Reason{
+		Name: "ArtifactNotFound", Class: failure.ClassNotFound, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "no such repository, tag, digest, chart or chart version (404, or nothing in the index matches)",
+		Action: "publish the artifact, or correct the reference or version range of spec.source",
+	})
+	ReasonDigestMismatch = failure.Declare(failure.Reason{
+		Name: "DigestMismatch", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "bytes that do not hash to the digest they were asked for by (a manifest, a blob, a chart against its index entry)",
+		Action: "the registry or repository serves corrupt or substituted content: investigate it before trusting it",
+	})
+	ReasonArtifactTooLarge = failure.Declare(failure.Reason{
+		Name: "ArtifactTooLarge", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "an artifact, a manifest, what an archive inflates to, or what a file of it claims passes --max-artifact-bytes",
+		Action: "make the artifact smaller, or raise --max-artifact-bytes",
+	})
+	ReasonIndexTooLarge = failure.Declare(failure.Reason{
+		Name: "IndexTooLarge", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "a Helm repository's index passes --max-index-bytes or holds too many versions",
+		Action: "prune the repository's index, or raise --max-index-bytes",
+	})
+	ReasonArtifactUnsupported = failure.Declare(failure.Reason{
+		Name: "ArtifactUnsupported", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "an OCI artifact that is neither a Helm chart nor a bundle of manifests, an index that is not one, or a chart or a bundle that holds a sparse file",
+		Action: "publish the artifact as a Helm chart or a bundle of manifests (see the sources docs)",
+	})
+	ReasonFetchTimeout = failure.Declare(failure.Reason{
+		Name: "FetchTimeout", Class: failure.ClassUnavailable, Shows: []failure.Where{failure.InSync, failure.Response},
+		Means:  "fetching the source took longer than --fetch-timeout and was stopped",
+		Action: "check the registry's speed; raise --fetch-timeout if large artifacts are expected",
+	})
+	ReasonCredentialsInvalid = failure.Declare(failure.Reason{
+		Name: "CredentialsInvalid", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "the Secret of secretRef or certSecretRef is missing, or not of the expected type or keys",
+		Action: "create the Secret with the type and keys the sources docs give",
+	})
 )
 
-// IsFetchFailure reports whether reason is that of a source that could not
-// be fetched from a registry or repository.
-func IsFetchFailure(reason string) bool {
-	switch reason {
-	case ReasonSourceUnreachable, ReasonSourceUnauthorized, ReasonArtifactNotFound, ReasonDigestMismatch,
-		ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonArtifactUnsupported, ReasonFetchTimeout, ReasonCredentialsInvalid:
-		return true
+// Unavailable is the failure of an input that could not be read for a
+// reason other than NotFound or Forbidden: ClusterUnreachable when the
+// network failed (the cause is the cluster, not the input),
+// InputUnavailable otherwise (a server error, the end of the caller's
+// context). The message is the formatted text, then
+// err's.
+func Unavailable(err error, format string, args ...any) *failure.Error {
+	ended := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if what := cluster.NetworkFailure(err); what != "" && !ended {
+		return failure.New(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", what, fmt.Sprintf(format, args...))
 	}
-	return false
+	return failure.New(ReasonInputUnavailable, err, format, args...)
 }

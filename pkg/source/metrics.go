@@ -6,7 +6,6 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -26,7 +25,7 @@ var (
 )
 
 // refusals counts the fetches and resolutions that convoy-apiserver refused,
-// by reason (isRefusal): what a Release names that it will not reach, read
+// by reason (failure.IsRefusal): what a Release names that it will not reach, read
 // or keep. Failures of the far end (unreachable, unauthorized, not found,
 // timeout) are not refusals.
 var refusals = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -37,20 +36,9 @@ var refusals = metrics.NewCounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"reason"})
 
-// isRefusal tells the reasons of what convoy-apiserver refused from those of
-// a registry or repository that failed.
-func isRefusal(reason string) bool {
-	switch reason {
-	case cluster.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge,
-		ReasonDigestMismatch, ReasonArtifactUnsupported, ReasonCredentialsInvalid:
-		return true
-	}
-	return false
-}
-
 // counted counts err when it is a refusal, and returns it.
 func counted(err error) error {
-	if reason := failure.Reason(err); isRefusal(reason) {
+	if reason := failure.ReasonOf(err); failure.IsRefusal(reason) {
 		refusals.WithLabelValues(reason).Inc()
 	}
 	return err

@@ -20,6 +20,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -256,7 +257,7 @@ func (f *Fetcher) readBlob(ctx context.Context, puller *remote.Puller, repo name
 	h := sha256.New()
 	var buf bytes.Buffer
 	n, err := buf.ReadFrom(teeLimit(rc, h, layer.Size+1))
-	if err != nil && !strings.Contains(err.Error(), "error verifying sha256") {
+	if err != nil && !errtext.DigestMismatch(err) {
 		return nil, registryFailure(where+": reading the layer", err)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); n != layer.Size || got != layer.Digest.String() {
@@ -340,13 +341,13 @@ func registryFailure(what string, err error) error {
 		}
 		return failure.New(ReasonSourceUnreachable, err, "%s: the registry failed", what)
 	}
-	if strings.Contains(err.Error(), "does not match requested digest") {
+	if errtext.DigestMismatch(err) {
 		return failure.New(ReasonDigestMismatch, err, "%s", what)
 	}
 	// The registry client refuses a redirect to a private or link-local
 	// address literal itself, before the dialer would: the same refusal
 	// as the address policy's, so the same reason.
-	if strings.Contains(err.Error(), "SSRF protection") {
+	if errtext.RedirectRefused(err) {
 		return failure.New(cluster.ReasonAddressNotAllowed, err, "%s: the registry redirected to a private or link-local address, which is not allowed", what)
 	}
 	if netFail := cluster.NetworkFailure(err); netFail != "" {

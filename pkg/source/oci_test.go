@@ -168,7 +168,7 @@ func TestOCIRefusals(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		ferr := fetchErr(t, f, release, inputsOf(), ReasonFetchTimeout)
 		assert.Contains(t, ferr.Message, "--fetch-timeout")
-		assert.Equal(t, ReasonFetchTimeout, failure.Reason(<-resolved))
+		assert.Equal(t, ReasonFetchTimeout, failure.ReasonOf(<-resolved))
 	})
 	t.Run("a blob redirected to a link-local address, refused before any packet", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{Hook: func(w http.ResponseWriter, r *http.Request) bool {

@@ -353,7 +353,7 @@ func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Sou
 	case apierrors.IsForbidden(err):
 		return nil, failure.New(ReasonInputForbidden, err, "source %s may not be read", where)
 	case err != nil:
-		return nil, failure.New(ReasonInputUnavailable, err, "source %s could not be read", where)
+		return nil, Unavailable(err, "source %s could not be read", where)
 	}
 	if tgz, ok := cm.BinaryData[ChartKey]; ok {
 		return &Source{Where: fmt.Sprintf("%s binaryData %s", where, ChartKey), Chart: tgz}, nil

@@ -60,7 +60,7 @@ func TestSourceURLUserinfo(t *testing.T) {
 		assert.Contains(t, ferr.Message, "127.0.0.1:1")
 		assert.Contains(t, ferr.Message, "must not hold credentials (user:password@): use secretRef")
 		_, err := f.Resolve(context.Background(), release, inputsOf())
-		assert.Equal(t, ReasonSourceInvalid, failure.Reason(err))
+		assert.Equal(t, ReasonSourceInvalid, failure.ReasonOf(err))
 		for _, msg := range []string{ferr.Message, ferr.Error(), err.Error()} {
 			assert.NotContains(t, msg, "s3")
 			assert.NotContains(t, msg, "alice")

@@ -16,15 +16,20 @@ import (
 	"k8s.io/utils/clock"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
-// Event reason and action of a sync request.
-const (
-	ReasonSyncRequested = "SyncRequested"
-	actionRequestSync   = "RequestSync"
-)
+// ReasonSyncRequested is the reason of the Event of a sync request.
+var ReasonSyncRequested = failure.Declare(failure.Reason{
+	Name: "SyncRequested", Class: failure.ClassOutcome, Shows: []failure.Where{failure.Event},
+	Means:  "a sync was requested (POST /sync, or self-heal in automatic mode); the note names who asked and why",
+	Action: "nothing; convoy's controller syncs the Release",
+})
+
+// actionRequestSync is the action of that Event.
+const actionRequestSync = "RequestSync"
 
 // Requester records sync requests on Releases.
 type Requester struct {

@@ -96,11 +96,8 @@ func Execute(ctx context.Context, root *cobra.Command, errOut io.Writer) int {
 		err = exit.Err
 	}
 	if err != nil {
-		msg := err.Error()
-		if !strings.HasPrefix(msg, "error: ") {
-			msg = "error: " + msg
-		}
-		fmt.Fprintln(errOut, msg)
+		// kubectl's errors begin with "error: " already.
+		fmt.Fprintln(errOut, "error: "+strings.TrimPrefix(err.Error(), "error: "))
 	}
 	return code
 }

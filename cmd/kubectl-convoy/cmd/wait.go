@@ -19,7 +19,7 @@ import (
 
 // reasonDegraded is the reason of a Healthy condition that is False because
 // an object is Degraded.
-const reasonDegraded = health.ReasonDegraded
+var reasonDegraded = health.ReasonDegraded
 
 // Exit codes of release wait and health --exit-code, for CI pipelines.
 const (

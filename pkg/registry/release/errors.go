@@ -12,62 +12,58 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Status reasons of a request whose Release cannot be resolved.
-const (
+var (
 	// ReasonRenderFailed: the Release cannot be rendered.
 	ReasonRenderFailed = metav1.StatusReason(drift.ReasonRenderFailed)
-	// ReasonIdentityForbidden: the identity the Release acts as may not read
-	// one of its inputs, its render store or the Secret of its Cluster. Not
-	// "Forbidden", which would say that the user asking may not.
-	ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
 )
 
-// statusOf maps the reason of a failure of pkg/drift (classified there) to
-// a Status a client can read:
+// ReasonIdentityForbidden: the identity the Release acts as may not read
+// one of its inputs, its render store or the Secret of its Cluster (a
+// failure of class Forbidden). Not "Forbidden", which would say that the
+// user asking may not.
+const ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
+
+// statusOf maps a failure of pkg/drift (classified there) to a Status a
+// client can read, by the class of its reason (pkg/failure), naming no
+// reason of another package:
 //
+//   - a stored render asked for (?render=REF) that is not stored: 404, the
+//     one NotFound of the request itself;
 //   - Forbidden: 422 IdentityForbidden (the Release's identity was refused,
 //     not the user asking);
-//   - RenderNotStored: 404;
-//   - RenderFailed: 422 with the render's reason as the cause, or 503 when
-//     the render's inputs could not be read just now (InputUnavailable);
-//   - ClusterUnreachable, SourceUnreachable, FetchTimeout: 503;
-//   - InternalError, and an error without a reason: 500;
-//   - any other reason (ClusterNotFound, ClusterConfigInvalid,
-//     AddressNotAllowed, the limits of a render, the other failures of a
-//     source's fetch): 422 with that reason.
+//   - Unavailable: 503 (may pass on a retry);
+//   - Internal, and an error without a reason: 500;
+//   - Invalid, NotFound (of an input the Release names: the Release itself
+//     was found) and OverLimit: 422 with the failure's reason as the
+//     status reason; RenderFailed carries its cause's reason as the cause
+//     type.
 func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 	id := release.Namespace + "/" + release.Name
+	if drift.IsRenderNotStored(err) {
+		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
+			fmt.Sprintf("render %s is not in the render store of release %s", ref, id))
+	}
 	f, ok := failure.As(err)
 	if !ok {
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, err))
 	}
-	switch f.Reason {
-	case failure.ReasonForbidden:
+	switch failure.ClassOf(f.Reason) {
+	case failure.ClassForbidden:
 		return releaseStatus(release, http.StatusUnprocessableEntity, ReasonIdentityForbidden,
 			fmt.Sprintf("release %s: the identity it acts as was refused: %s", id, f.Message))
-	case drift.ReasonRenderNotStored:
-		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("render %s is not in the render store of release %s", ref, id))
-	case drift.ReasonRenderFailed:
-		cause, ok := failure.As(f.Err)
-		switch {
-		case !ok:
-			return apierrors.NewInternalError(fmt.Errorf("rendering release %s: %w", id, f))
-		case cause.Reason == source.ReasonInputUnavailable:
-			// The inputs could not be read just now: not the Release's fault.
-			return apierrors.NewServiceUnavailable(fmt.Sprintf("rendering release %s: %s", id, cause.Message))
-		}
+	case failure.ClassUnavailable:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("release %s: %s", id, f.Message))
+	case failure.ClassInternal, failure.ClassOutcome:
+		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, f))
+	}
+	if cause, ok := failure.As(f.Err); ok && f.Reason == drift.ReasonRenderFailed {
 		status := releaseStatus(release, http.StatusUnprocessableEntity, ReasonRenderFailed,
 			fmt.Sprintf("rendering release %s failed (%s): %s", id, cause.Reason, cause.Message))
 		status.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseType(cause.Reason), Message: cause.Message}}
 		return status
-	case failure.ReasonClusterUnreachable, source.ReasonSourceUnreachable, source.ReasonFetchTimeout:
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("release %s: %s", id, f.Message))
-	case failure.ReasonInternalError:
-		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, f))
 	}
 	return releaseStatus(release, http.StatusUnprocessableEntity, metav1.StatusReason(f.Reason), fmt.Sprintf("release %s: %s", id, f.Message))
 }

@@ -1,0 +1,138 @@
+package failure_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// goFiles parses the non-test, non-generated Go files under the project's
+// pkg/, cmd/ and internal/.
+func goFiles(t *testing.T) map[string]*ast.File {
+	t.Helper()
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	for _, root := range []string{"../../pkg", "../../cmd", "../../internal"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return err
+			case d.IsDir() && (d.Name() == "generated" || d.Name() == "testdata"):
+				return filepath.SkipDir
+			case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
+				return nil
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			files[filepath.ToSlash(strings.TrimPrefix(path, "../../"))] = f
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.NotEmpty(t, files)
+	return files
+}
+
+// Every reason is declared once, with its class: no package-level string
+// constant named Reason..., and no failure built with a literal reason.
+func TestReasonsAreDeclared(t *testing.T) {
+	for path, f := range goFiles(t) {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GenDecl:
+				if n.Tok != token.CONST {
+					return true
+				}
+				for _, spec := range n.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for _, id := range vs.Names {
+						// A typed constant (a metav1.StatusReason) is not a
+						// failure's reason.
+						if strings.HasPrefix(id.Name, "Reason") && vs.Type == nil {
+							t.Errorf("%s: const %s: declare reasons with failure.Declare", path, id.Name)
+						}
+					}
+				}
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok || len(n.Args) == 0 {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "failure" && (sel.Sel.Name == "New" || sel.Sel.Name == "Quiet") {
+					if lit, ok := n.Args[0].(*ast.BasicLit); ok {
+						t.Errorf("%s: failure.%s(%s, ...): a reason declared with failure.Declare, not a literal", path, sel.Sel.Name, lit.Value)
+					}
+				}
+			case *ast.CompositeLit:
+				sel, ok := n.Type.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "Error" {
+					return true
+				}
+				for _, e := range n.Elts {
+					if kv, ok := e.(*ast.KeyValueExpr); ok {
+						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "Reason" {
+							if _, lit := kv.Value.(*ast.BasicLit); lit {
+								t.Errorf("%s: failure.Error{Reason: literal}: declare it with failure.Declare", path)
+							}
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+}
+
+// No code but pkg/errtext branches on the text of an error or a message:
+// strings.Contains (HasPrefix, ...) or a regexp of err.Error(), a message
+// or a standard error.
+func TestOnlyErrtextReadsErrorText(t *testing.T) {
+	matchers := map[string]bool{"Contains": true, "HasPrefix": true, "HasSuffix": true, "Index": true, "EqualFold": true,
+		"MatchString": true, "FindStringSubmatch": true, "FindString": true}
+	textual := func(e ast.Expr) bool {
+		switch e := e.(type) {
+		case *ast.CallExpr: // err.Error()
+			if sel, ok := e.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Error" && len(e.Args) == 0 {
+				return true
+			}
+		case *ast.SelectorExpr: // status.Message, f.Message
+			return e.Sel.Name == "Message"
+		case *ast.Ident:
+			name := strings.ToLower(e.Name)
+			return name == "msg" || name == "message" || name == "stderr" || name == "errmsg" || name == "tail"
+		}
+		return false
+	}
+	var found []string
+	for path, f := range goFiles(t) {
+		if strings.HasPrefix(path, "pkg/errtext/") {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || !matchers[sel.Sel.Name] {
+				return true
+			}
+			for _, a := range call.Args {
+				if textual(a) {
+					found = append(found, path+": "+sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	assert.Empty(t, found, "branches on the text of an error: move them to pkg/errtext, with a test against the producer's real error")
+}
