@@ -60,6 +60,8 @@ const (
 //   - an API server's refusal to let convoy-apiserver impersonate the
 //     Release's identity: cluster.ReasonImpersonationNotGranted, with what
 //     to bind;
+//   - the API server's refusal of the identity (a 403 Status anywhere in
+//     err): failure.ReasonForbidden, naming identity;
 //   - a *failure.Error: its cause (the innermost failure: a refused address
 //     under a failed read of an input under a failed render is
 //     AddressNotAllowed), with the context of the outermost failure of the
@@ -67,8 +69,6 @@ const (
 //     Release's own content, or something it names) is ReasonRenderFailed,
 //     the cause's reason first in its message; every other class (a limit,
 //     a refusal, something unavailable) keeps its own reason;
-//   - an API server's Forbidden that no step classified:
-//     failure.ReasonForbidden, naming identity;
 //   - any other error: ReasonRenderFailed at stepRender,
 //     cluster.ReasonClusterNotFound at stepAccess.
 //
@@ -80,12 +80,15 @@ func classify(err error, s step, identity cluster.Identity) *failure.Error {
 	if f, ok := cluster.ImpersonationRefused(err, identity); ok {
 		return f
 	}
+	if apierrors.IsForbidden(err) {
+		if f, ok := failure.Find(err, failure.ReasonForbidden); ok {
+			return f // it says who was refused
+		}
+		return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
+	}
 	cause, ok := failure.Cause(err)
 	if !ok {
-		switch {
-		case apierrors.IsForbidden(err):
-			return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
-		case s == stepRender:
+		if s == stepRender {
 			return failure.Quiet(ReasonRenderFailed, err, "%v", err)
 		}
 		return failure.Quiet(cluster.ReasonClusterNotFound, err, "%v", err)

@@ -27,6 +27,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // fakeTargets gives an Access whose Home answers every read of a ConfigMap
@@ -59,6 +60,9 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
 	forbidden := apierrors.NewForbidden(corev1.Resource("configmaps"), "web-manifests",
 		errors.New(`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`))
+	testInvalid := failure.Declare(failure.Reason{Name: "TestOnlyDriftInvalid", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
+	testNotFound := failure.Declare(failure.Reason{Name: "TestOnlyDriftNotFound", Class: failure.ClassNotFound, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
+	testOverLimit := failure.Declare(failure.Reason{Name: "TestOnlyDriftOverLimit", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
 	cases := []struct {
 		name        string
 		inputErr    error
@@ -93,8 +97,15 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 				`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`}},
 		{name: "pinned render forbidden", pinned: true, inputErr: forbidden, wantReason: failure.ReasonForbidden,
 			wantMessage: []string{"ServiceAccount shop/deployer may not read an input of the release", "reading the Pinned render"}},
+		// A reason a package adds is classified by its class alone.
+		{name: "a new reason of class Invalid under the render", inputErr: failure.New(testInvalid, nil, "the thing is bad"),
+			wantReason: ReasonRenderFailed, wantMessage: []string{testInvalid + ": ", "the thing is bad"}},
+		{name: "a new reason of class NotFound under the render", inputErr: failure.New(testNotFound, nil, "no such thing"),
+			wantReason: ReasonRenderFailed, wantMessage: []string{testNotFound + ": ", "no such thing"}},
+		{name: "a new reason of class OverLimit under the render", inputErr: failure.New(testOverLimit, nil, "too big"),
+			wantReason: testOverLimit, wantMessage: []string{"too big"}},
 		{name: "inputs unavailable otherwise", inputErr: apierrors.NewServiceUnavailable("etcd is down"),
-			wantReason: ReasonRenderFailed, wantMessage: []string{"InputUnavailable: "}},
+			wantReason: source.ReasonInputUnavailable, wantMessage: []string{"etcd is down"}},
 		{name: "stored render asked for and missing", ref: "0123456789abcdef", wantErr: render.ErrNotStored},
 		{name: "an error that names no reason", targetErr: errors.New("the Cluster could not be read"),
 			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"the Cluster could not be read"}},

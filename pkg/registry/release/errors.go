@@ -21,9 +21,9 @@ var (
 )
 
 // ReasonIdentityForbidden: the identity the Release acts as may not read
-// one of its inputs, its render store or the Secret of its Cluster (a
-// failure of class Forbidden). Not "Forbidden", which would say that the
-// user asking may not.
+// one of its inputs, its render store or the Secret of its Cluster
+// (failure.ReasonForbidden). Not "Forbidden", which would say that the user
+// asking may not.
 const ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
 
 // statusOf maps a failure of pkg/drift (classified there) to a Status a
@@ -32,14 +32,13 @@ const ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
 //
 //   - a stored render asked for (?render=REF) that is not stored: 404, the
 //     one NotFound of the request itself;
-//   - Forbidden: 422 IdentityForbidden (the Release's identity was refused,
-//     not the user asking);
 //   - Unavailable: 503 (may pass on a retry);
-//   - Internal, and an error without a reason: 500;
+//   - Internal (and an error without a reason): 500;
 //   - Invalid, NotFound (of an input the Release names: the Release itself
-//     was found) and OverLimit: 422 with the failure's reason as the
-//     status reason; RenderFailed carries its cause's reason as the cause
-//     type.
+//     was found), Forbidden and OverLimit: 422, with the failure's reason
+//     as the status reason; RenderFailed carries its cause's reason as the
+//     cause type, and Forbidden, which a client would read as a refusal of
+//     the user asking, is IdentityForbidden.
 func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 	id := release.Namespace + "/" + release.Name
 	if drift.IsRenderNotStored(err) {
@@ -51,13 +50,14 @@ func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, err))
 	}
 	switch failure.ClassOf(f.Reason) {
-	case failure.ClassForbidden:
-		return releaseStatus(release, http.StatusUnprocessableEntity, ReasonIdentityForbidden,
-			fmt.Sprintf("release %s: the identity it acts as was refused: %s", id, f.Message))
 	case failure.ClassUnavailable:
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("release %s: %s", id, f.Message))
 	case failure.ClassInternal, failure.ClassOutcome:
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, f))
+	}
+	if metav1.StatusReason(f.Reason) == metav1.StatusReasonForbidden {
+		return releaseStatus(release, http.StatusUnprocessableEntity, ReasonIdentityForbidden,
+			fmt.Sprintf("release %s: the identity it acts as was refused: %s", id, f.Message))
 	}
 	if cause, ok := failure.As(f.Err); ok && f.Reason == drift.ReasonRenderFailed {
 		status := releaseStatus(release, http.StatusUnprocessableEntity, ReasonRenderFailed,

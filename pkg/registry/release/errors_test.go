@@ -40,7 +40,7 @@ func TestStatusOf(t *testing.T) {
 		{name: "render failed", err: renderFailed("TemplateFailed", "templates/deploy.yaml:3: nil pointer"),
 			wantCode: http.StatusUnprocessableEntity, wantReason: ReasonRenderFailed, wantCause: "TemplateFailed",
 			wantMessage: "rendering release shop/web failed (TemplateFailed): templates/deploy.yaml:3: nil pointer"},
-		{name: "inputs unavailable", err: renderFailed(source.ReasonInputUnavailable, "reading ConfigMap shop/x: timeout"),
+		{name: "inputs unavailable", err: &failure.Error{Reason: source.ReasonInputUnavailable, Message: "reading ConfigMap shop/x: timeout"},
 			wantCode: http.StatusServiceUnavailable, wantReason: metav1.StatusReasonServiceUnavailable, wantMessage: "reading ConfigMap shop/x: timeout"},
 		{name: "the identity refused", err: &failure.Error{Reason: failure.ReasonForbidden, Message: "ServiceAccount shop/default may not read an input of the release"},
 			wantCode: http.StatusUnprocessableEntity, wantReason: ReasonIdentityForbidden,
@@ -55,6 +55,30 @@ func TestStatusOf(t *testing.T) {
 			wantCode: http.StatusInternalServerError, wantReason: metav1.StatusReasonInternalError, wantMessage: "release shop/web: internal error"},
 		{name: "an error without a reason", err: errors.New("connection refused"), wantCode: http.StatusInternalServerError,
 			wantReason: metav1.StatusReasonInternalError, wantMessage: "release shop/web: connection refused"},
+	}
+	// A reason a package adds is mapped by its class alone.
+	for class, want := range map[failure.Class]struct {
+		code   int32
+		reason metav1.StatusReason
+	}{
+		failure.ClassInvalid:     {http.StatusUnprocessableEntity, "TestOnlyInvalid"},
+		failure.ClassNotFound:    {http.StatusUnprocessableEntity, "TestOnlyNotFound"},
+		failure.ClassForbidden:   {http.StatusUnprocessableEntity, "TestOnlyForbidden"},
+		failure.ClassOverLimit:   {http.StatusUnprocessableEntity, "TestOnlyOverLimit"},
+		failure.ClassUnavailable: {http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable},
+		failure.ClassInternal:    {http.StatusInternalServerError, metav1.StatusReasonInternalError},
+	} {
+		name := "TestOnly" + string(class)
+		failure.Declare(failure.Reason{Name: name, Class: class, Shows: []failure.Where{failure.Response}, Means: "m", Action: "a"})
+		cases = append(cases, struct {
+			name        string
+			err         error
+			wantCode    int32
+			wantReason  metav1.StatusReason
+			wantMessage string
+			wantCause   metav1.CauseType
+		}{name: "a new reason of class " + string(class), err: failure.New(name, nil, "what failed"),
+			wantCode: want.code, wantReason: want.reason, wantMessage: "what failed"})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
