@@ -6,6 +6,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
@@ -41,7 +42,7 @@ const (
 //     may not read: failure.ReasonForbidden, naming identity;
 //   - a connection the address policy refused, wherever it happened (the
 //     render's discovery is the first connection to the cluster):
-//     cluster.ReasonAddressNotAllowed;
+//     egress.ReasonAddressNotAllowed;
 //   - an answer of the cluster's API server over its limit, wherever it
 //     happened (the render's discovery, the read of an input):
 //     cluster.ReasonResponseTooLarge;
@@ -72,7 +73,7 @@ func classify(err error, otherwise string, identity cluster.Identity) *failure.E
 		}
 		return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
 	}
-	if f, ok := failure.Find(err, cluster.ReasonAddressNotAllowed); ok {
+	if f, ok := failure.Find(err, egress.ReasonAddressNotAllowed); ok {
 		return f
 	}
 	if f, ok := failure.Find(err, cluster.ReasonResponseTooLarge); ok {
@@ -84,8 +85,8 @@ func classify(err error, otherwise string, identity cluster.Identity) *failure.E
 		return failure.Quiet(otherwise, err, "%v", err)
 	case otherwise != ReasonRenderFailed, render.IsLimit(f.Reason), source.IsFetchFailure(f.Reason):
 		return f
-	case f.Reason == source.ReasonInputUnavailable && cluster.NetworkFailure(f) != "":
-		return failure.Quiet(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", cluster.NetworkFailure(f), f.Message)
+	case f.Reason == source.ReasonInputUnavailable && egress.NetworkFailure(f) != "":
+		return failure.Quiet(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", egress.NetworkFailure(f), f.Message)
 	}
 	return failure.Quiet(ReasonRenderFailed, err, "%s: %s", f.Reason, f.Message)
 }

@@ -6,7 +6,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -41,7 +41,7 @@ var refusals = metrics.NewCounterVec(&metrics.CounterOpts{
 // a registry or repository that failed.
 func isRefusal(reason string) bool {
 	switch reason {
-	case cluster.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge,
+	case egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge,
 		ReasonDigestMismatch, ReasonArtifactUnsupported, ReasonCredentialsInvalid:
 		return true
 	}
