@@ -19,7 +19,7 @@ timed=1
 [[ $FUZZTIME =~ ^[0-9]+x$ ]] && timed=0
 targets=(
   ./pkg/render:FuzzManifests ./pkg/render:FuzzMutations ./pkg/render:FuzzStoreDecode
-  ./pkg/cluster:FuzzKubeconfig ./pkg/cluster:FuzzAddressPolicy ./pkg/compare:FuzzDiff
+  ./pkg/cluster:FuzzKubeconfig ./pkg/egress:FuzzAddressPolicy ./pkg/compare:FuzzDiff
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
   ./pkg/source:FuzzIndex ./pkg/source:FuzzUnbundle ./pkg/source:FuzzDockerConfig
   ./pkg/health:FuzzDefaultRules ./cmd/kubectl-convoy/cmd:FuzzReadObjects

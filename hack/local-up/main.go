@@ -43,6 +43,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/internal/standin"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -305,7 +306,7 @@ func startStandIn(ctx context.Context, cp *controlplane.ControlPlane, dir string
 		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{},
 			// The example registry runs on loopback.
 			Engine: render.NewEngine(nil, render.Limits{}).WithSources(source.NewFetcher(source.Options{
-				Policy: cluster.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}))},
+				Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}))},
 		Workers: 4,
 	}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile)))

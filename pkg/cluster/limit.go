@@ -58,7 +58,7 @@ func (t limitingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	if resp.ContentLength > t.limit {
 		// Not a RoundTrip error: net/http would wrap it in a *url.Error,
-		// which NetworkFailure takes for an unreachable cluster. The body
+		// which egress.NetworkFailure takes for an unreachable cluster. The body
 		// fails on its first read instead, as a body over the limit does.
 		_ = resp.Body.Close()
 		resp.Body = &limitedBody{err: t.tooLarge(req, fmt.Sprintf("declares %d bytes (Content-Length), more than", resp.ContentLength))}

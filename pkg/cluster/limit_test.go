@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/testutil"
 
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -186,7 +187,7 @@ func tooLarge(t *testing.T, err error) {
 	assert.Equal(t, ReasonResponseTooLarge, failure.ReasonOf(err), "the outermost reason of %v", err)
 	assert.Contains(t, f.Message, "Cluster.convoy.kumodo.io team-a/tenant")
 	assert.Contains(t, f.Message, "1048576 bytes, the limit of --max-target-response-bytes")
-	assert.Empty(t, NetworkFailure(err), "not an unreachable cluster")
+	assert.Empty(t, egress.NetworkFailure(err), "not an unreachable cluster")
 }
 
 // Every answer of a tenant's API server is bounded, through client-go's

@@ -9,6 +9,7 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -84,8 +85,8 @@ func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		code = strconv.Itoa(resp.StatusCode)
 	}
 	targetRequests.WithLabelValues(t.cluster, operation(req), code).Inc()
-	if _, ok := failure.Find(err, ReasonAddressNotAllowed); ok {
-		countRefusal(ReasonAddressNotAllowed)
+	if _, ok := failure.Find(err, egress.ReasonAddressNotAllowed); ok {
+		countRefusal(egress.ReasonAddressNotAllowed)
 	}
 	return resp, err
 }

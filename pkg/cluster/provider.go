@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/lru"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyv1alpha1client "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 )
@@ -51,8 +52,9 @@ var (
 // spec.kubeConfig.secretRef.key is empty.
 const DefaultKubeconfigKey = "value"
 
-// UserAgent is the user agent of every client a Provider builds.
-const UserAgent = "convoy-apiserver"
+// loopbackFlag is the flag that sets Options.AllowLoopback, named in the
+// refusal of a loopback address.
+const loopbackFlag = "--allow-loopback-clusters"
 
 // DefaultServiceAccount is the ServiceAccount a Release without
 // spec.serviceAccountName acts as, unless Options say otherwise.
@@ -177,7 +179,7 @@ type Options struct {
 	// refused.
 	AllowLoopback bool
 	// Deny are address ranges a Cluster's kubeconfig may not reach, beside
-	// those AddressPolicy always refuses.
+	// those an egress.AddressPolicy always refuses.
 	Deny []netip.Prefix
 	// ListFreshness is how long a metadata-only LIST (Target.Snapshots) is
 	// shared between passes; 0: no LIST, objects are read one by one.
@@ -369,7 +371,8 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 // (RESTConfigFromKubeconfig: inline data only, no file, no program, no
 // proxy), ReasonClusterConfigInvalid. Any other error (reading the Cluster
 // or the Secret failed) is returned wrapped. The Target's dialer refuses
-// what its AddressPolicy refuses (Options.AllowLoopback, Options.Deny).
+// what its egress.AddressPolicy refuses (Options.AllowLoopback,
+// Options.Deny), and names loopbackFlag in the refusal of a loopback address.
 func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.Interface, namespace, name string) (*Target, error) {
 	key := namespace + "/" + name
 	clusterName := clusterKey(key).Describe()
@@ -424,7 +427,7 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	if err != nil {
 		return nil, invalid(err)
 	}
-	policy := AddressPolicy{AllowLoopback: p.opts.AllowLoopback, Deny: p.opts.Deny}
+	policy := egress.AddressPolicy{AllowLoopback: p.opts.AllowLoopback, Deny: p.opts.Deny, Flags: egress.Flags{Loopback: loopbackFlag}}
 	t, err := p.newTarget(key, cfg, &policy)
 	if err != nil {
 		return nil, invalid(err)
@@ -444,7 +447,7 @@ func (p *Provider) fail(key string, err *failure.Error) error {
 // newTarget builds the clients on a copy of cfg, dialing through policy when
 // it is not nil. It does no I/O: discovery happens on the first use of the
 // Mapper.
-func (p *Provider) newTarget(name string, cfg *rest.Config, policy *AddressPolicy) (*Target, error) {
+func (p *Provider) newTarget(name string, cfg *rest.Config, policy *egress.AddressPolicy) (*Target, error) {
 	cfg, err := p.configure(cfg, policy)
 	if err != nil {
 		return nil, err
@@ -495,14 +498,14 @@ const idleConnsPerHost = 25
 // Cluster's kubeconfig) the dialer refuses what the policy refuses and no
 // proxy of the environment is used, so the address checked is the one
 // connected to.
-func (p *Provider) configure(in *rest.Config, policy *AddressPolicy) (*rest.Config, error) {
+func (p *Provider) configure(in *rest.Config, policy *egress.AddressPolicy) (*rest.Config, error) {
 	cfg := rest.CopyConfig(in)
 	timeout := p.opts.Timeout
 	cfg.QPS = p.opts.QPS
 	cfg.Burst = p.opts.Burst
 	cfg.RateLimiter = nil // else QPS and Burst are ignored
 	cfg.Timeout = timeout
-	cfg.UserAgent = UserAgent
+	cfg.UserAgent = egress.UserAgent
 	switch {
 	case policy != nil:
 		cfg.Dial = policy.Dialer(timeout).DialContext

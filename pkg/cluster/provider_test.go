@@ -34,6 +34,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	convoyfake "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
 
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -567,14 +568,16 @@ func TestTargetTalksTLS(t *testing.T) {
 
 	// Without AllowLoopback, the dialer refuses the loopback address before
 	// connecting: the server sees nothing. The refusal is counted.
-	refusedBefore := refusalCount(t, ReasonAddressNotAllowed)
+	refusedBefore := refusalCount(t, egress.ReasonAddressNotAllowed)
 	_, err := newFixture(t, Options{}, objs...).target(t, release("prod")).Dynamic.Resource(configMaps).Namespace("default").Get(context.Background(), "x", metav1.GetOptions{})
-	var notAllowed *AddressNotAllowedError
+	var notAllowed *egress.AddressNotAllowedError
 	require.ErrorAs(t, err, &notAllowed)
-	assert.Equal(t, WhyLoopback, notAllowed.Why)
-	assert.Equal(t, ReasonAddressNotAllowed, failure.ReasonOf(err))
+	assert.Equal(t, egress.WhyLoopback, notAllowed.Why)
+	assert.Equal(t, egress.ReasonAddressNotAllowed, failure.ReasonOf(err))
+	assert.Contains(t, err.Error(), "(convoy-apiserver --allow-loopback-clusters allows it for local development)")
+	assert.NotContains(t, err.Error(), "-sources")
 	assert.Zero(t, requests.Load(), "no request reached the loopback listener")
-	assert.Equal(t, refusedBefore+1, refusalCount(t, ReasonAddressNotAllowed))
+	assert.Equal(t, refusedBefore+1, refusalCount(t, egress.ReasonAddressNotAllowed))
 
 	f := newFixture(t, Options{AllowLoopback: true}, objs...)
 	target := f.target(t, release("prod"))

@@ -8,7 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -110,7 +110,7 @@ func classify(s step, who string, err error) (reason, what string) {
 	if errors.As(err, &apiStatus) {
 		return classifyStatus(s, who, err, apiStatus)
 	}
-	if what := cluster.NetworkFailure(err); what != "" {
+	if what := egress.NetworkFailure(err); what != "" {
 		return failure.ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
 	}
 	if s == stepGet {

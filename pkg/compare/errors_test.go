@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -49,7 +50,7 @@ func TestClassify(t *testing.T) {
 
 // refusedAddress is the dialer's refusal of an address (the hook alone: no
 // connection is made).
-var refusedAddress = cluster.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)
+var refusedAddress = egress.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)
 
 func TestIsResourceNotServed(t *testing.T) {
 	assert.False(t, isResourceNotServed(apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "x")))

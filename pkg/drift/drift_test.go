@@ -25,6 +25,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
@@ -82,8 +83,8 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 		{name: "cluster unreachable while rendering", inputErr: refused,
 			wantReason: failure.ReasonClusterUnreachable, wantMessage: []string{"the cluster is unreachable (connection refused)"}},
 		{name: "cluster address not allowed while rendering",
-			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: cluster.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)}},
-			wantReason: cluster.ReasonAddressNotAllowed, wantMessage: []string{"connecting to 169.254.169.254:443 is not allowed: it is a link-local address"}},
+			inputErr:   &url.Error{Op: "Get", URL: "https://169.254.169.254/api", Err: &net.OpError{Op: "dial", Err: egress.AddressPolicy{}.Control("tcp", "169.254.169.254:443", nil)}},
+			wantReason: egress.ReasonAddressNotAllowed, wantMessage: []string{"connecting to 169.254.169.254:443 is not allowed: it is a link-local address"}},
 		{name: "answer of the cluster too large while rendering",
 			inputErr: fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", &failure.Error{Reason: cluster.ReasonResponseTooLarge,
 				Message: "the answer of the API server of the local cluster to GET /apis is larger than 67108864 bytes, the limit of --max-target-response-bytes"}),

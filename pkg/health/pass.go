@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
 )
@@ -30,7 +30,7 @@ type Reader interface {
 	// error that concerns the whole Release, not one object (its target
 	// cluster cannot be had: no such Cluster, an invalid kubeconfig, a
 	// Secret its identity may not read), is a *failure.Error of reason
-	// ReasonCannotAssess; a network failure (cluster.NetworkFailure) and an
+	// ReasonCannotAssess; a network failure (egress.NetworkFailure) and an
 	// answer over the limit (cluster.ReasonResponseTooLarge) count the same.
 	Get(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error)
 }
@@ -190,7 +190,7 @@ func cannotAssess(err error) (error, bool) {
 			return cause, true
 		}
 	}
-	if what := cluster.NetworkFailure(err); what != "" {
+	if what := egress.NetworkFailure(err); what != "" {
 		return fmt.Errorf("the cluster is unreachable (%s): %w", what, err), true
 	}
 	return nil, false

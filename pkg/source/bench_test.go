@@ -16,7 +16,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 )
 
 // fleetSize is the Releases of one round of BenchmarkFleetFetch, each in a
@@ -121,7 +121,7 @@ func BenchmarkFleetFetch(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			clk := clocktesting.NewFakePassiveClock(time.Now())
-			f := NewFetcher(Options{Policy: cluster.AddressPolicy{AllowLoopback: true}, CacheBytes: tc.cacheBytes, Clock: clk})
+			f := NewFetcher(Options{Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: tc.cacheBytes, Clock: clk})
 			fetch := func(r *convoyv1alpha1.Release) error {
 				_, err := f.Fetch(ctx, r, inputs)
 				return err

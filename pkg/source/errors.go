@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -95,7 +95,7 @@ var (
 // err's.
 func Unavailable(err error, format string, args ...any) *failure.Error {
 	ended := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-	if what := cluster.NetworkFailure(err); what != "" && !ended {
+	if what := egress.NetworkFailure(err); what != "" && !ended {
 		return failure.New(failure.ReasonClusterUnreachable, err, "the cluster is unreachable (%s): %s", what, fmt.Sprintf(format, args...))
 	}
 	return failure.New(ReasonInputUnavailable, err, format, args...)

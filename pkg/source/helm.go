@@ -18,7 +18,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -251,7 +251,7 @@ func repositoryFailure(what string, err error) error {
 		}
 		return failure.New(ReasonSourceUnreachable, err, "%s: the repository failed", what)
 	}
-	if netFail := cluster.NetworkFailure(err); netFail != "" {
+	if netFail := egress.NetworkFailure(err); netFail != "" {
 		return failure.New(ReasonSourceUnreachable, err, "%s: the repository is unreachable (%s)", what, netFail)
 	}
 	return failure.New(ReasonSourceUnreachable, err, "%s", what)

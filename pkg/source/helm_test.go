@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -285,11 +285,11 @@ func TestHelmRepositoryRedirects(t *testing.T) {
 		{name: "index, same origin", path: "/index.yaml", auth: true},
 		{name: "index, same host, another port", path: "/index.yaml", target: func(t *testing.T) *repository { return startRepository(t, "", "") }},
 		{name: "index, another loopback address", path: "/index.yaml", target: func(t *testing.T) *repository { return startRepositoryAt(t, other, false, "", "") }},
-		{name: "index, link-local", path: "/index.yaml", to: "https://169.254.169.254/latest/index.yaml", why: cluster.WhyLinkLocal},
+		{name: "index, link-local", path: "/index.yaml", to: "https://169.254.169.254/latest/index.yaml", why: egress.WhyLinkLocal},
 		{name: "chart, same origin", path: "/web.tgz", auth: true},
 		{name: "chart, same host, another port", path: "/web.tgz", target: func(t *testing.T) *repository { return startRepository(t, "", "") }},
 		{name: "chart, another loopback address", path: "/web.tgz", target: func(t *testing.T) *repository { return startRepositoryAt(t, other, false, "", "") }},
-		{name: "chart, link-local", path: "/web.tgz", to: "https://169.254.169.254/latest/web.tgz", why: cluster.WhyLinkLocal},
+		{name: "chart, link-local", path: "/web.tgz", to: "https://169.254.169.254/latest/web.tgz", why: egress.WhyLinkLocal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo := startRepository(t, "bob", "pw")
@@ -311,8 +311,8 @@ func TestHelmRepositoryRedirects(t *testing.T) {
 				SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "creds"}, CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}})
 
 			if tc.why != "" {
-				ferr := fetchErr(t, f, release, inputs, cluster.ReasonAddressNotAllowed)
-				var notAllowed *cluster.AddressNotAllowedError
+				ferr := fetchErr(t, f, release, inputs, egress.ReasonAddressNotAllowed)
+				var notAllowed *egress.AddressNotAllowedError
 				require.ErrorAs(t, ferr, &notAllowed)
 				assert.Equal(t, tc.why, notAllowed.Why)
 				assert.Equal(t, "169.254.169.254:443", notAllowed.Address)

@@ -23,7 +23,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -32,7 +32,7 @@ import (
 func newFetcher(t *testing.T, change ...func(*Options)) (*Fetcher, *clocktesting.FakePassiveClock) {
 	t.Helper()
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	opts := Options{Policy: cluster.AddressPolicy{AllowLoopback: true}, Clock: clk, Timeout: 20 * time.Second}
+	opts := Options{Policy: egress.AddressPolicy{AllowLoopback: true}, Clock: clk, Timeout: 20 * time.Second}
 	for _, c := range change {
 		c(&opts)
 	}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 )
 
 // refusalCount is convoy_source_refusals_total of reason.
@@ -38,7 +38,7 @@ func TestRefusalsCounted(t *testing.T) {
 		src          convoyv1alpha1.HelmRepositorySource
 		counted      bool
 	}{
-		{"address", cluster.ReasonAddressNotAllowed, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "meta", CertSecretRef: ca}, true},
+		{"address", egress.ReasonAddressNotAllowed, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "meta", CertSecretRef: ca}, true},
 		{"digest", ReasonDigestMismatch, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "tampered", CertSecretRef: ca}, true},
 		{"credentials in the URL", ReasonSourceInvalid, convoyv1alpha1.HelmRepositorySource{URL: "https://user:pw@" + strings.TrimPrefix(repo.URL, "https://"), Chart: "meta"}, true},
 		{"not found", ReasonArtifactNotFound, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "none", CertSecretRef: ca}, false},

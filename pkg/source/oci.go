@@ -19,7 +19,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -348,9 +348,9 @@ func registryFailure(what string, err error) error {
 	// address literal itself, before the dialer would: the same refusal
 	// as the address policy's, so the same reason.
 	if errtext.RedirectRefused(err) {
-		return failure.New(cluster.ReasonAddressNotAllowed, err, "%s: the registry redirected to a private or link-local address, which is not allowed", what)
+		return failure.New(egress.ReasonAddressNotAllowed, err, "%s: the registry redirected to a private or link-local address, which is not allowed", what)
 	}
-	if netFail := cluster.NetworkFailure(err); netFail != "" {
+	if netFail := egress.NetworkFailure(err); netFail != "" {
 		return failure.New(ReasonSourceUnreachable, err, "%s: the registry is unreachable (%s)", what, netFail)
 	}
 	return failure.New(ReasonSourceUnreachable, err, "%s", what)

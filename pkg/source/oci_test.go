@@ -14,7 +14,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -185,7 +185,7 @@ func TestOCIRefusals(t *testing.T) {
 		// go-containerregistry refuses a redirect to a link-local address
 		// literal before a dial (a host name that resolves to one is the
 		// dialer's hook's, as for Helm repositories).
-		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), cluster.ReasonAddressNotAllowed)
+		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), egress.ReasonAddressNotAllowed)
 		assert.Contains(t, ferr.Message, "reading the layer: the registry redirected to a private or link-local address, which is not allowed")
 		assert.Contains(t, ferr.Error(), `"169.254.169.254"`)
 		assert.NotContains(t, dialed.taken(), "169.254.169.254:443")
@@ -194,6 +194,7 @@ func TestOCIRefusals(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{})
 		ferr := fetchErr(t, Default(), ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), "AddressNotAllowed")
 		assert.Contains(t, ferr.Message, "is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-sources allows it for local development)")
+		assert.NotContains(t, ferr.Message, "--allow-loopback-clusters")
 		assert.Empty(t, reg.Requests())
 	})
 }

@@ -30,7 +30,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -61,9 +61,9 @@ type Options struct {
 	// resolution (AllowLoopback for local development only). NewFetcher
 	// sets its DenyPrivate (from AllowPrivate) and the flags its refusals
 	// name: the sources' own, not the Clusters'.
-	Policy cluster.AddressPolicy
+	Policy egress.AddressPolicy
 	// AllowPrivate lets sources reach the private ranges
-	// (cluster.PrivateRanges; --allow-private-sources). Off, a Release's
+	// (egress.PrivateRanges; --allow-private-sources). Off, a Release's
 	// URL, a tenant's choice, cannot reach the cluster's own network (its
 	// Services, Pods, nodes, control plane): neither its answers nor the
 	// error of a probe tell what listens there.
@@ -100,8 +100,7 @@ type Options struct {
 
 func (o Options) withDefaults() Options {
 	o.Policy.DenyPrivate = !o.AllowPrivate
-	o.Policy.LoopbackFlag = "--allow-loopback-sources"
-	o.Policy.PrivateFlag = "--allow-private-sources"
+	o.Policy.Flags = egress.Flags{Loopback: "--allow-loopback-sources", Private: "--allow-private-sources"}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
 	}
@@ -124,7 +123,7 @@ func (o Options) withDefaults() Options {
 		o.ResolveMaxAge = DefaultResolveMaxAge
 	}
 	if o.UserAgent == "" {
-		o.UserAgent = cluster.UserAgent
+		o.UserAgent = egress.UserAgent
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

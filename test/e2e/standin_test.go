@@ -16,6 +16,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/standin"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
@@ -55,7 +56,7 @@ func newStandInOn(t *testing.T, target *rest.Config) *controllerStandIn {
 		// The registries and repositories of the tests run on loopback.
 		// No cache: a tag moved since the last apply is applied.
 		Engine: render.NewEngine(nil, render.Limits{}).WithSources(source.NewFetcher(source.Options{
-			Policy: cluster.AddressPolicy{AllowLoopback: true}, CacheBytes: -1})),
+			Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1})),
 	}}
 }
 

@@ -1,7 +1,6 @@
-package cluster
+package egress
 
 import (
-	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -14,7 +13,12 @@ import (
 
 // ReasonAddressNotAllowed is the reason of the *failure.Error of a refused
 // connection, whose Err is an *AddressNotAllowedError.
-const ReasonAddressNotAllowed = "AddressNotAllowed"
+var ReasonAddressNotAllowed = failure.Declare(failure.Reason{
+	Name: "AddressNotAllowed", Class: failure.ClassForbidden, Refusal: true,
+	Shows:  []failure.Where{failure.InSync, failure.Healthy, failure.Response},
+	Means:  "the address policy refused a connection a Release chose (a Cluster's server, a registry, a token service, a redirect, a chart URL): a loopback, link-local, metadata, private or otherwise special address; the message names the address, why, and the development flag that would allow it",
+	Action: "use a public address; the flags the message names are for local development only",
+})
 
 // Why values of an AddressNotAllowedError.
 const (
@@ -38,9 +42,17 @@ const (
 	WhyInvalid = "invalid"
 )
 
-// ClustersLoopbackFlag is the flag that allows loopback addresses to the
-// Clusters' kubeconfigs: the LoopbackFlag of a policy that names none.
-const ClustersLoopbackFlag = "--allow-loopback-clusters"
+// Flags are the flags of convoy-apiserver that would allow what a policy
+// refuses, named in its refusals: each caller of a policy has flags of its
+// own (a refused registry names the sources' flag, not the Clusters').
+type Flags struct {
+	// Loopback is the flag that sets AllowLoopback, named in the refusal of
+	// a loopback or unspecified address; empty: none is named.
+	Loopback string
+	// Private is the flag that turns DenyPrivate off, named in the refusal
+	// of a private address; empty: none is named.
+	Private string
+}
 
 // AddressNotAllowedError is the error of a connection that an AddressPolicy
 // refuses.
@@ -134,31 +146,28 @@ var nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
 // holds, so that address is checked too.
 var ipv4Compatible = netip.MustParsePrefix("::/96")
 
-// AddressPolicy decides which resolved addresses a connection to a target
-// cluster, or to a source's registry, may reach. Its zero value refuses loopback, link-local,
+// AddressPolicy decides which resolved addresses a connection to an address
+// a tenant chooses may reach. Its zero value refuses loopback, link-local,
 // unspecified and metadata-service addresses (MetadataAddresses), and the
 // IPv6 addresses that reach those through NAT64 (the well-known and the
 // local-use prefix) or as IPv4-compatible addresses (IPv4-mapped addresses
 // are judged as the IPv4 address they are).
 type AddressPolicy struct {
 	// AllowLoopback allows loopback and unspecified addresses, for target
-	// clusters that run on the local host during development.
+	// clusters and registries that run on the local host during
+	// development.
 	AllowLoopback bool
 	// DenyPrivate refuses the private ranges too (PrivateRanges), for
-	// connections to an address a tenant chooses (a source's registry),
-	// which must not probe the cluster's own network. Clusters' kubeconfigs
-	// often point at private addresses, so their policy leaves it off.
+	// connections that must not probe the cluster's own network (a
+	// source's registry). Clusters' kubeconfigs often point at private
+	// addresses, so their policy leaves it off.
 	DenyPrivate bool
 	// Deny are ranges refused besides (--deny-cidr): the operator's own
 	// metadata services, the nodes' or the control plane's networks.
 	Deny []netip.Prefix
-	// LoopbackFlag is the flag that sets AllowLoopback, named in the
-	// refusal of a loopback or unspecified address; empty:
-	// ClustersLoopbackFlag.
-	LoopbackFlag string
-	// PrivateFlag is the flag that turns DenyPrivate off, named in the
-	// refusal of a private address; empty: none is named.
-	PrivateFlag string
+	// Flags are the flags that allow what the policy refuses, named in its
+	// refusals: the caller's own.
+	Flags Flags
 }
 
 // Control refuses a connection to a not allowed address with a
@@ -174,9 +183,9 @@ func (p AddressPolicy) Control(network, address string, _ syscall.RawConn) error
 	refused := &AddressNotAllowedError{Address: address, Why: why, Range: denied}
 	switch why {
 	case WhyLoopback, WhyUnspecified:
-		refused.Flag = cmp.Or(p.LoopbackFlag, ClustersLoopbackFlag)
+		refused.Flag = p.Flags.Loopback
 	case WhyPrivate:
-		refused.Flag = p.PrivateFlag
+		refused.Flag = p.Flags.Private
 	}
 	return &failure.Error{Reason: ReasonAddressNotAllowed, Message: refused.Error(), Err: refused}
 }

@@ -1,4 +1,4 @@
-package cluster
+package egress
 
 import (
 	"context"
@@ -109,10 +109,11 @@ func TestAddressPolicyControl(t *testing.T) {
 	}
 }
 
-// The message names the flag of the policy that refused: a Cluster's
-// (the zero policy) or a source's, which names flags of its own.
+// The message names the flag of the policy that refused, and no other: a
+// Cluster's, a source's, or none for a policy that names none.
 func TestAddressNotAllowedErrorMessage(t *testing.T) {
-	sources := AddressPolicy{DenyPrivate: true, LoopbackFlag: "--allow-loopback-sources", PrivateFlag: "--allow-private-sources"}
+	clusters := AddressPolicy{Flags: Flags{Loopback: "--allow-loopback-clusters"}}
+	sources := AddressPolicy{DenyPrivate: true, Flags: Flags{Loopback: "--allow-loopback-sources", Private: "--allow-private-sources"}}
 	for _, tc := range []struct {
 		policy  AddressPolicy
 		address string
@@ -124,9 +125,15 @@ func TestAddressNotAllowedErrorMessage(t *testing.T) {
 		},
 		{
 			address: "127.0.0.1:443",
+			want:    "connecting to 127.0.0.1:443 is not allowed: it is a loopback address",
+		},
+		{
+			policy:  clusters,
+			address: "127.0.0.1:443",
 			want:    "connecting to 127.0.0.1:443 is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-clusters allows it for local development)",
 		},
 		{
+			policy:  clusters,
 			address: "0.0.0.0:443",
 			want:    "connecting to 0.0.0.0:443 is not allowed: it is an unspecified address, which reaches the local host (convoy-apiserver --allow-loopback-clusters allows it for local development)",
 		},
@@ -159,7 +166,7 @@ func TestAddressNotAllowedErrorMessage(t *testing.T) {
 			want:    "connecting to 169.254.169.254:80 is not allowed: it is a link-local address",
 		},
 	} {
-		t.Run(tc.address, func(t *testing.T) {
+		t.Run(tc.policy.Flags.Loopback+" "+tc.address, func(t *testing.T) {
 			err := tc.policy.Control("tcp", tc.address, nil)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
@@ -218,7 +225,7 @@ func TestAddressPolicyDenyPrivate(t *testing.T) {
 	}
 	// An operator's range comes first: its refusal names --deny-cidr,
 	// which --allow-private-sources would not lift.
-	denied := AddressPolicy{DenyPrivate: true, PrivateFlag: "--allow-private-sources", Deny: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}}
+	denied := AddressPolicy{DenyPrivate: true, Flags: Flags{Private: "--allow-private-sources"}, Deny: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}}
 	err := denied.Control("tcp", "10.96.0.1:443", nil)
 	var notAllowed *AddressNotAllowedError
 	require.ErrorAs(t, err, &notAllowed)

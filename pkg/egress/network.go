@@ -1,4 +1,4 @@
-package cluster
+package egress
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // NetworkFailure names the network failure in err ("connection refused",
 // "timeout", "DNS lookup failed", ...), or returns "" when err is none. The
 // compare, the render's discovery and the health reads report a failure it
-// names as an unreachable cluster.
+// names as an unreachable cluster, the sources as an unreachable registry.
 func NetworkFailure(err error) string {
 	var dnsErr *net.DNSError
 	switch {
