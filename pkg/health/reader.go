@@ -84,7 +84,7 @@ func (r *ClusterReader) Scope() string {
 	if r.reader == nil {
 		return ""
 	}
-	return r.reader.Who() + "@" + r.reader.Cluster()
+	return r.reader.Who() + "@" + r.reader.ClusterName()
 }
 
 // ResourceVersion implements Lister with the target's shared LISTs.
