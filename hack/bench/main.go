@@ -157,7 +157,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	renderer := render.NewRenderer(source.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
+	// A ConfigMap source: the Fetcher's defaults refuse no address it needs.
+	renderEngine := render.NewEngine(source.NewFetcher(source.Options{}), nil, render.Limits{})
+	renderer := renderEngine.Renderer(source.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
 	touch, err := toucher(cp, manifest)
 	if err != nil {
 		return err
