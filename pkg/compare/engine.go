@@ -94,9 +94,9 @@ func Undetermined(reason, message string) *Result {
 // The cache (WithCache) and the Cluster's shared LIST (ResourceVersion)
 // first tell which objects did not change since their last compare; the
 // Cluster is then given the others to read ahead (ReadAhead), which it may
-// do with a LIST per resource. At most e.workers objects are compared at a time,
-// each with at most one Get and one DryRunApply (a Missing object: one Get;
-// a Get may be answered from the read-ahead). The first error in
+// do with a LIST per resource. At most e.workers objects are compared at a
+// time, each with at most one Get and one DryRunApply (a Missing object: one
+// Get; a Get may be answered from the read-ahead). The first error in
 // render order ends the compare: the objects after it are no longer
 // started and those in flight are canceled, while those before it run to
 // their end, so that the result does not depend on which request failed
@@ -212,9 +212,9 @@ type objectPlan struct {
 }
 
 // plan looks every desired object up in the cache, and those with a compare
-// to reuse up in the Cluster's shared LIST (ResourceVersion): an object the LIST saw
-// with the resourceVersion of that compare is reused, with no read and no
-// dry run. An object the LIST did not see is read: it may be newer than the
+// to reuse up in the Cluster's shared LIST (ResourceVersion): an object the
+// LIST saw with the resourceVersion of that compare is reused, with no read
+// and no dry run. An object the LIST did not see is read: it may be newer than the
 // LIST. The LIST is asked only about objects with a compare to reuse (not in
 // a first pass, nor after the desired object changed), so that the
 // Snapshots count only the lookups a LIST can save.

@@ -19,8 +19,8 @@ const maxCachedVerdicts = 200_000
 // depends on: the identity and cluster it was read as and on, the object,
 // its resourceVersion and the rules (their sets' generations). A pass reuses
 // it for an object its Reader's LIST saw unchanged (Reader.ResourceVersion):
-// no read, no evaluation. The state still follows the time (the deadline). It is safe
-// for concurrent use.
+// no read, no evaluation. The state still follows the time (the deadline).
+// It is safe for concurrent use.
 type VerdictCache struct {
 	entries *agecache.Cache[verdictKey, cachedVerdict]
 }
