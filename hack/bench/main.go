@@ -157,7 +157,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	renderer := render.NewRenderer(source.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
+	// A ConfigMap source: the Fetcher's defaults refuse no address it needs.
+	renderEngine := render.NewEngine(source.NewFetcher(source.Options{}), nil, render.Limits{})
+	renderer := renderEngine.Renderer(source.ClientInputs{Client: counted}, render.MapperScoper{Mapper: mapper})
 	touch, err := toucher(cp, manifest)
 	if err != nil {
 		return err
@@ -171,7 +173,7 @@ func run() error {
 			if err != nil {
 				return err
 			}
-			var client compare.Client = cluster.NewReader(dyn, mapper, "admin")
+			var client compare.Cluster = cluster.NewReader(dyn, mapper, "admin")
 			if !readAhead {
 				client = oneByOne{client}
 			}
@@ -273,9 +275,12 @@ func run() error {
 	return nil
 }
 
-// oneByOne hides the read-ahead of a Client: the engine reads each object
-// with a GET.
-type oneByOne struct{ compare.Client }
+// oneByOne is a Cluster that does not read ahead: the engine reads each
+// object with a GET.
+type oneByOne struct{ compare.Cluster }
+
+// ReadAhead implements compare.Cluster: nothing is read ahead.
+func (oneByOne) ReadAhead(context.Context, []*unstructured.Unstructured) {}
 
 // toucher returns a function that changes every live object of the Release
 // (an annotation of a field manager of its own, which the compare ignores),

@@ -305,8 +305,8 @@ func startStandIn(ctx context.Context, cp *controlplane.ControlPlane, dir string
 	controller := &standin.Controller{
 		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{},
 			// The example registry runs on loopback.
-			Engine: render.NewEngine(nil, render.Limits{}).WithSources(source.NewFetcher(source.Options{
-				Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}))},
+			Engine: render.NewEngine(source.NewFetcher(source.Options{
+				Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}), nil, render.Limits{})},
 		Workers: 4,
 	}
 	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile)))

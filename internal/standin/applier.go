@@ -75,8 +75,8 @@ type Applier struct {
 	Convoy  convoyclient.Interface // Releases and ReleaseInventories
 	Clients ClientsFunc
 	Clock   clock.PassiveClock
-	// Engine renders and fetches sources (render.NewEngine's when nil,
-	// whose sources may not be on loopback).
+	// Engine renders, fetches sources and stores renders; required (the
+	// caller builds it, with the address policy its sources need).
 	Engine *render.Engine
 }
 
@@ -86,11 +86,7 @@ func (a *Applier) Render(ctx context.Context, release *convoyv1alpha1.Release) (
 	if err != nil {
 		return nil, err
 	}
-	engine := a.Engine
-	if engine == nil {
-		engine = render.NewEngine(nil, render.Limits{})
-	}
-	return engine.Renderer(source.ClientInputs{Client: c.Home}, render.MapperScoper{Mapper: c.Mapper}).Render(ctx, release)
+	return a.Engine.Renderer(source.ClientInputs{Client: c.Home}, render.MapperScoper{Mapper: c.Mapper}).Render(ctx, release)
 }
 
 // Store keeps r in the render store of the Release.
@@ -99,7 +95,7 @@ func (a *Applier) Store(ctx context.Context, release *convoyv1alpha1.Release, r 
 	if err != nil {
 		return err
 	}
-	return render.NewStore(c.Home).Put(ctx, release, r)
+	return a.Engine.Store(c.Home).Put(ctx, release, r)
 }
 
 // ApplyObjects server-side applies objs with the field manager convoy and

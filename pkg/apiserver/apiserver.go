@@ -182,7 +182,12 @@ func (c CompletedConfig) New() (*Server, error) {
 	if !x.Cache {
 		sourceOpts.CacheBytes = -1
 	}
-	renderEngine := render.NewEngine(render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render).WithSources(source.NewFetcher(sourceOpts))
+	// One Fetcher and one render Engine for the whole server, built here
+	// from the flags and passed down (the drift checker, and through it
+	// desired, /diff, /preview and the drift loop): their caches and slots
+	// are shared, and no package holds one of its own.
+	fetcher := source.NewFetcher(sourceOpts)
+	renderEngine := render.NewEngine(fetcher, render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render)
 	redactor := redact.New()
 	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
 	if x.Cache {

@@ -14,7 +14,8 @@ import (
 )
 
 // Reader reads the live objects of a Release's target cluster as the
-// Release's identity: the compare and the health pass share it. It maps
+// Release's identity: the compare (it is the engine's compare.Cluster) and
+// the health pass share it. It maps
 // kinds with the target's REST mapper; when built with shared LISTs, it
 // tells the resourceVersion of an object from a metadata-only LIST
 // (Snapshots) without reading it; after ReadAhead, it answers reads from
@@ -56,9 +57,9 @@ func NewReader(dyn dynamic.Interface, mapper meta.RESTMapper, who string) *Reade
 // "ServiceAccount NS/NAME", or "the kubeconfig of Cluster NS/NAME".
 func (r *Reader) Who() string { return r.who }
 
-// Cluster names the cluster: "" for the local one, else "NS/NAME" of its
+// ClusterName names the cluster: "" for the local one, else "NS/NAME" of its
 // Cluster.
-func (r *Reader) Cluster() string { return r.cluster }
+func (r *Reader) ClusterName() string { return r.cluster }
 
 // Mapping returns the REST mapping of gvk on the cluster. A kind the cluster
 // does not serve gives the mapper's error, for which meta.IsNoMatchError is

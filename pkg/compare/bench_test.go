@@ -30,6 +30,13 @@ func (p *preparedClient) DryRunApply(_ context.Context, obj *unstructured.Unstru
 	return p.dryRun[keyOf(obj)], nil
 }
 
+func (*preparedClient) Who() string         { return "" }
+func (*preparedClient) ClusterName() string { return "" }
+func (*preparedClient) ResourceVersion(context.Context, schema.GroupVersionKind, string, string) (string, bool, bool) {
+	return "", false, false
+}
+func (*preparedClient) ReadAhead(context.Context, []*unstructured.Unstructured) {}
+
 // BenchmarkDiff compares 500 Deployments (two containers with ports, env
 // and args each; one in ten modified) with 8 workers.
 func BenchmarkDiff(b *testing.B) {

@@ -1,7 +1,6 @@
 package compare
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -25,19 +24,6 @@ const DefaultCacheMaxAge = 10 * time.Minute
 // maxCachedResults bounds the ResultCache: a fleet of 5,000 Releases of 20
 // objects fits twice.
 const maxCachedResults = 200_000
-
-// Lister is a Client that can tell the resourceVersion of a live object
-// without reading it (a shared metadata-only LIST). known is false when it
-// cannot tell (no LIST, or the LIST failed): the Engine then reads.
-type Lister interface {
-	ResourceVersion(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (rv string, exists, known bool)
-}
-
-// Located is a Client that names its cluster ("" for the local one), which
-// keys the ResultCache with the identity (Identified).
-type Located interface {
-	Cluster() string
-}
 
 // ResultCache keeps the last compare of each object, keyed by everything
 // its result depends on: the identity and the cluster it was compared as

@@ -25,7 +25,7 @@ type cachingClient struct {
 	lookups map[string]int
 }
 
-func (c cachingClient) Cluster() string { return c.cluster }
+func (c cachingClient) ClusterName() string { return c.cluster }
 
 func (c cachingClient) ResourceVersion(_ context.Context, _ schema.GroupVersionKind, _, name string) (string, bool, bool) {
 	if c.lookups != nil {

@@ -62,8 +62,8 @@ func NewEngine(redactor *redact.Redactor, workers int) *Engine {
 
 // WithCache returns a copy of e that reuses, from cache, the compare of an
 // object whose desired state, live resourceVersion, identity and cluster
-// did not change (no dry run), and, with a Client that is a Lister, learns
-// the live resourceVersion from a shared LIST (no read either).
+// did not change (no dry run), and learns the live resourceVersion from the
+// Cluster's shared LIST where it can tell (no read either).
 func (e *Engine) WithCache(cache *ResultCache) *Engine {
 	c := *e
 	c.cache = cache
@@ -91,37 +91,35 @@ func Undetermined(reason, message string) *Result {
 
 // Compare compares each desired object with the live one on c.
 //
-// The cache (WithCache) and a client's shared LIST (Lister) first tell
-// which objects did not change since their last compare; a client that
-// reads ahead (ReaderAhead) is then given the others, which it may read with
-// a LIST per resource. At most e.workers objects are compared at a time,
-// each with at most one Get and one DryRunApply (a Missing object: one Get;
-// a Get may be answered from the read-ahead). The first error in
+// The cache (WithCache) and the Cluster's shared LIST (ResourceVersion)
+// first tell which objects did not change since their last compare; the
+// Cluster is then given the others to read ahead (ReadAhead), which it may
+// do with a LIST per resource. At most e.workers objects are compared at a
+// time, each with at most one Get and one DryRunApply (a Missing object: one
+// Get; a Get may be answered from the read-ahead). The first error in
 // render order ends the compare: the objects after it are no longer
 // started and those in flight are canceled, while those before it run to
 // their end, so that the result does not depend on which request failed
 // first in time. The desired objects are not modified.
-func (e *Engine) Compare(ctx context.Context, c Client, desired []*unstructured.Unstructured) *Result {
+func (e *Engine) Compare(ctx context.Context, c Cluster, desired []*unstructured.Unstructured) *Result {
 	for i, obj := range desired {
 		if obj == nil || obj.GetKind() == "" || obj.GetAPIVersion() == "" || obj.GetName() == "" {
 			return Undetermined(ReasonInvalidObject, fmt.Sprintf("object %d of the render has no apiVersion, kind or name", i))
 		}
 	}
 
-	who := "the client"
-	if id, ok := c.(Identified); ok && id.Who() != "" {
-		who = id.Who()
+	who := c.Who()
+	if who == "" {
+		who = "the client"
 	}
 	plans := e.plan(ctx, c, who, desired)
-	if ra, ok := c.(ReaderAhead); ok {
-		var read []*unstructured.Unstructured
-		for i, p := range plans {
-			if !p.reused {
-				read = append(read, desired[i])
-			}
+	var read []*unstructured.Unstructured
+	for i, p := range plans {
+		if !p.reused {
+			read = append(read, desired[i])
 		}
-		ra.ReadAhead(ctx, read)
 	}
+	c.ReadAhead(ctx, read)
 	n := len(desired)
 	diffs := make([]subresourcesv1alpha1.ObjectDiff, n)
 	failures := make([]*failure.Error, n)
@@ -200,13 +198,6 @@ dispatch:
 	return summarize(desired, diffs)
 }
 
-// ReaderAhead is a Client that can read ahead, with a LIST per resource
-// where that costs less than a GET per object, the objects a compare is
-// about to read one by one (cluster.Reader.ReadAhead).
-type ReaderAhead interface {
-	ReadAhead(ctx context.Context, objects []*unstructured.Unstructured)
-}
-
 // objectPlan is what the cache says of one desired object before the
 // compare: its key and hash, the compare to reuse if any, and whether a
 // shared LIST already told that the live object did not change since
@@ -221,22 +212,18 @@ type objectPlan struct {
 }
 
 // plan looks every desired object up in the cache, and those with a compare
-// to reuse up in the client's shared LIST (Lister): an object the LIST saw
-// with the resourceVersion of that compare is reused, with no read and no
-// dry run. An object the LIST did not see is read: it may be newer than the
+// to reuse up in the Cluster's shared LIST (ResourceVersion): an object the
+// LIST saw with the resourceVersion of that compare is reused, with no read
+// and no dry run. An object the LIST did not see is read: it may be newer than the
 // LIST. The LIST is asked only about objects with a compare to reuse (not in
 // a first pass, nor after the desired object changed), so that the
 // Snapshots count only the lookups a LIST can save.
-func (e *Engine) plan(ctx context.Context, c Client, who string, desired []*unstructured.Unstructured) []objectPlan {
+func (e *Engine) plan(ctx context.Context, c Cluster, who string, desired []*unstructured.Unstructured) []objectPlan {
 	plans := make([]objectPlan, len(desired))
 	if e.cache == nil {
 		return plans
 	}
-	var cluster string
-	if l, ok := c.(Located); ok {
-		cluster = l.Cluster()
-	}
-	lister, lists := c.(Lister)
+	cluster := c.ClusterName()
 	for i, obj := range desired {
 		hash, err := hashOf(obj)
 		if err != nil {
@@ -247,8 +234,8 @@ func (e *Engine) plan(ctx context.Context, c Client, who string, desired []*unst
 		p.cached, p.hash = true, hash
 		p.key = resultKeyOf(who, cluster, gvk, obj.GetNamespace(), obj.GetName())
 		p.prior, p.hasPrior = e.cache.prior(p.key, hash)
-		if p.hasPrior && lists {
-			if rv, exists, known := lister.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == p.prior.rv {
+		if p.hasPrior {
+			if rv, exists, known := c.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == p.prior.rv {
 				cacheResults.WithLabelValues("hit").Inc()
 				p.reused = true
 			}
@@ -258,7 +245,7 @@ func (e *Engine) plan(ctx context.Context, c Client, who string, desired []*unst
 }
 
 // compareOne compares one object.
-func (e *Engine) compareOne(ctx context.Context, c Client, who string, obj *unstructured.Unstructured, p objectPlan) (subresourcesv1alpha1.ObjectDiff, *failure.Error) {
+func (e *Engine) compareOne(ctx context.Context, c Cluster, who string, obj *unstructured.Unstructured, p objectPlan) (subresourcesv1alpha1.ObjectDiff, *failure.Error) {
 	gvk := obj.GroupVersionKind()
 	d := subresourcesv1alpha1.ObjectDiff{
 		Group:     gvk.Group,

@@ -52,8 +52,23 @@ func newFake(live ...*unstructured.Unstructured) *fakeClient {
 	return f
 }
 
-// Who implements Identified.
+var _ Cluster = (*fakeClient)(nil)
+
+// Who implements Cluster.
 func (f *fakeClient) Who() string { return f.who }
+
+// ClusterName implements Cluster: the local cluster.
+func (f *fakeClient) ClusterName() string { return "" }
+
+// ResourceVersion implements Cluster: a fakeClient has no LIST, it cannot
+// tell (cachingClient can).
+func (f *fakeClient) ResourceVersion(context.Context, schema.GroupVersionKind, string, string) (string, bool, bool) {
+	return "", false, false
+}
+
+// ReadAhead implements Cluster: a fakeClient reads nothing ahead
+// (aheadClient records what it is given).
+func (f *fakeClient) ReadAhead(context.Context, []*unstructured.Unstructured) {}
 
 func fakeKey(gvk schema.GroupVersionKind, namespace, name string) string {
 	return gvk.GroupKind().String() + " " + namespace + "/" + name

@@ -55,6 +55,12 @@ func (f fakeTargets) ForRelease(_ context.Context, release *convoyv1alpha1.Relea
 	}, nil
 }
 
+// testRenderEngine returns a render Engine of its own: a Fetcher of the
+// default Options, charts templated in process, the default Limits.
+func testRenderEngine() *render.Engine {
+	return render.NewEngine(source.NewFetcher(source.Options{}), nil, render.Limits{})
+}
+
 // The failures found before the compare become Undetermined reports with a
 // reason, as the InSync condition shows them.
 func TestCheckFailuresBeforeTheCompare(t *testing.T) {
@@ -113,7 +119,7 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1), nil)
+			c := NewChecker(fakeTargets{err: tc.targetErr, inputErr: tc.inputErr}, testRenderEngine(), compare.NewEngine(nil, 1), nil)
 			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"},
 				Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web-manifests"}}}}
 			if tc.pinned {
@@ -178,7 +184,7 @@ func (panickingTargets) ForRelease(context.Context, *convoyv1alpha1.Release) (*c
 }
 
 func TestCheckPanicIsUndetermined(t *testing.T) {
-	c := NewChecker(panickingTargets{}, render.NewEngine(nil, render.Limits{}), compare.NewEngine(nil, 1), nil)
+	c := NewChecker(panickingTargets{}, testRenderEngine(), compare.NewEngine(nil, 1), nil)
 	report, err := c.Check(context.Background(), &convoyv1alpha1.Release{}, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)

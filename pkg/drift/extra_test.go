@@ -37,10 +37,6 @@ func (l *liveObjects) Get(_ context.Context, gvk schema.GroupVersionKind, namesp
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: gvk.Kind}, name)
 }
 
-func (l *liveObjects) DryRunApply(context.Context, *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	return nil, errors.New("not used")
-}
-
 func configMap(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("v1")

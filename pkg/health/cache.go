@@ -1,7 +1,6 @@
 package health
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -16,22 +15,12 @@ import (
 // maxCachedVerdicts bounds a VerdictCache.
 const maxCachedVerdicts = 200_000
 
-// Lister is a Reader that can tell the resourceVersion of a live object
-// without reading it (a shared metadata-only LIST), and names whom and where
-// it reads as (Scope), which keys a VerdictCache. known is false when it
-// cannot tell.
-type Lister interface {
-	Reader
-	ResourceVersion(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (rv string, exists, known bool)
-	Scope() string
-}
-
 // VerdictCache keeps what the rules said of each object, keyed by what it
 // depends on: the identity and cluster it was read as and on, the object,
-// its resourceVersion and the rules (their sets' generations). A pass whose
-// Reader is a Lister reuses it for an object a LIST saw unchanged: no read,
-// no evaluation. The state still follows the time (the deadline). It is safe
-// for concurrent use.
+// its resourceVersion and the rules (their sets' generations). A pass reuses
+// it for an object its Reader's LIST saw unchanged (Reader.ResourceVersion):
+// no read, no evaluation. The state still follows the time (the deadline).
+// It is safe for concurrent use.
 type VerdictCache struct {
 	entries *agecache.Cache[verdictKey, cachedVerdict]
 }

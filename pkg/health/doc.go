@@ -17,6 +17,6 @@
 //	sets, err := health.Select(release.Spec.HealthAssessment, globals, locals)
 //	rules, err := compiler.Compile(sets)        // cached per (UID, generation)
 //	out := health.Pass(ctx, health.Input{Release: release, Inventory: inv, Rules: rules, RulesErr: err,
-//	        Reader: health.NewClusterReader(targets, release), Now: now})
+//	        Reader: health.NewClusterReader(targets, release, lists), Now: now})
 //	// write out.Entries, out.Condition and out.Summary; request a sync for out.SyncReasons
 package health

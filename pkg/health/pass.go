@@ -19,7 +19,11 @@ import (
 )
 
 // Reader reads the live objects of a Release's target cluster, as the
-// Release's identity. ClusterReader implements it.
+// Release's identity: the one seam between a pass and the cluster.
+// ClusterReader implements it, and gets the Release's Access one way for all
+// its methods. It is one interface, not a small one and an optional one
+// found by type assertion, so that a Reader cannot silently lose the
+// verdict cache: one that has no LIST says so with known=false.
 type Reader interface {
 	// Resource returns the resource of gvk on the target cluster; rules
 	// match its plural name. A kind the cluster does not serve is an error
@@ -33,6 +37,15 @@ type Reader interface {
 	// ReasonCannotAssess; a network failure (egress.NetworkFailure) and an
 	// answer over the limit (cluster.ReasonResponseTooLarge) count the same.
 	Get(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error)
+	// ResourceVersion tells the resourceVersion of the live object of
+	// entry, and whether it exists, without reading it (a shared
+	// metadata-only LIST). known is false when it cannot tell (no LIST, the
+	// LIST failed, the cluster cannot be had): the pass then reads.
+	ResourceVersion(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (rv string, exists, known bool)
+	// Scope names whom and where the objects are read as; with the object,
+	// it keys the VerdictCache. It is asked only once ResourceVersion told
+	// or Get read (the cluster was had).
+	Scope(ctx context.Context) string
 }
 
 // Input is what one health pass of a Release looks at.
@@ -50,8 +63,8 @@ type Input struct {
 	// Reader reads the live objects; it is only used when an entry must be
 	// read.
 	Reader Reader
-	// Verdicts, when set and Reader is a Lister, reuses what the rules said
-	// of an object a LIST saw unchanged.
+	// Verdicts, when set, reuses what the rules said of an object the
+	// Reader's LIST saw unchanged.
 	Verdicts *VerdictCache
 	// Now is the time of the pass.
 	Now time.Time
@@ -261,16 +274,15 @@ func assessEntry(ctx context.Context, in Input, entry convoyv1alpha1.InventoryEn
 	if entry.Hook == nil && len(rules) == 0 {
 		return Assess(before, entry, noRule, nil, deadline, in.Now), noRule.Result, nil
 	}
-	lister, cached := in.Reader.(Lister)
-	cached = cached && in.Verdicts != nil
+	cached := in.Verdicts != nil
 	var fingerprint string
 	keyOf := func() verdictKey {
-		// After the Lister read something: its Scope is known then.
-		return verdictKey{scope: lister.Scope(), resource: resource, namespace: entry.Namespace, name: entry.Name}
+		// After the Reader told or read something: the cluster was had.
+		return verdictKey{scope: in.Reader.Scope(ctx), resource: resource, namespace: entry.Namespace, name: entry.Name}
 	}
 	if cached {
 		fingerprint = rulesFingerprint(rules)
-		if rv, exists, known := lister.ResourceVersion(ctx, entry); known && exists {
+		if rv, exists, known := in.Reader.ResourceVersion(ctx, entry); known && exists {
 			if v, ok := in.Verdicts.get(keyOf(), rv, fingerprint); ok {
 				st := Assess(before, entry, v.verdict, nil, deadline, in.Now)
 				st.HookPhase = v.hook

@@ -73,6 +73,15 @@ func (r *memReader) Get(_ context.Context, e convoyv1alpha1.InventoryEntry) (*un
 	return &unstructured.Unstructured{Object: obj}, nil
 }
 
+// ResourceVersion implements Reader: a memReader has no LIST, it cannot tell
+// (listingReader can).
+func (r *memReader) ResourceVersion(context.Context, convoyv1alpha1.InventoryEntry) (string, bool, bool) {
+	return "", false, false
+}
+
+// Scope implements Reader.
+func (r *memReader) Scope(context.Context) string { return "ServiceAccount shop/deployer@" }
+
 // cannotBeHad is the error of a Reader whose target cluster cannot be had.
 var cannotBeHad = &failure.Error{Reason: ReasonCannotAssess, Message: "Cluster.convoy.kumodo.io shop/east not found"}
 
@@ -508,7 +517,7 @@ type listingReader struct {
 	listed map[string]string // by name
 }
 
-func (r listingReader) Scope() string { return r.scope }
+func (r listingReader) Scope(context.Context) string { return r.scope }
 
 func (r listingReader) ResourceVersion(_ context.Context, e convoyv1alpha1.InventoryEntry) (string, bool, bool) {
 	rv, ok := r.listed[e.Name]

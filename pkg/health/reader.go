@@ -14,43 +14,47 @@ import (
 )
 
 // ClusterReader is the Reader of a Release: the cluster.Reader of its target
-// cluster, as its identity, had on first use (a pass that reads nothing gets
-// no Access). It is used by one pass at a time.
+// cluster, as its identity. It gets the Release's Access one way, on first
+// use (target: a pass that reads nothing gets no Access), and every method
+// goes through it. It is used by one pass at a time.
 type ClusterReader struct {
 	targets cluster.Targets
 	release *convoyv1alpha1.Release
 	lists   bool
 
-	reader   *cluster.Reader
-	identity cluster.Identity
-	err      error
+	// access is the Release's Access and reader its Reader, once had; err
+	// is why the Access could not be had.
+	access *cluster.Access
+	reader *cluster.Reader
+	err    error
 }
 
-var _ Lister = &ClusterReader{}
+var _ Reader = &ClusterReader{}
 
 // NewClusterReader returns the Reader of release. With lists, it tells the
-// resourceVersions of objects from the target's shared LISTs (Lister).
+// resourceVersions of objects from the target's shared LISTs; without, its
+// ResourceVersion cannot tell and the pass reads.
 func NewClusterReader(targets cluster.Targets, release *convoyv1alpha1.Release, lists bool) *ClusterReader {
 	return &ClusterReader{targets: targets, release: release, lists: lists}
 }
 
-// target gets the Release's Access once. A failure concerns the whole
-// Release: it is a *failure.Error of reason ReasonCannotAssess.
-func (r *ClusterReader) target(ctx context.Context) (*cluster.Reader, error) {
-	if r.reader == nil && r.err == nil {
+// target gets the Release's Access once, and its Reader. A failure concerns
+// the whole Release: it is a *failure.Error of reason ReasonCannotAssess.
+func (r *ClusterReader) target(ctx context.Context) (*cluster.Access, *cluster.Reader, error) {
+	if r.access == nil && r.err == nil {
 		access, err := r.targets.ForRelease(ctx, r.release)
 		if err != nil {
 			r.err = &failure.Error{Reason: ReasonCannotAssess, Message: err.Error(), Err: err}
 		} else {
-			r.reader, r.identity = access.Reader(r.lists), access.Identity
+			r.access, r.reader = access, access.Reader(r.lists)
 		}
 	}
-	return r.reader, r.err
+	return r.access, r.reader, r.err
 }
 
 // Resource implements Reader with the target's REST mapper.
 func (r *ClusterReader) Resource(ctx context.Context, gvk schema.GroupVersionKind) (schema.GroupVersionResource, error) {
-	reader, err := r.target(ctx)
+	_, reader, err := r.target(ctx)
 	if err != nil {
 		return schema.GroupVersionResource{}, err
 	}
@@ -64,12 +68,12 @@ func (r *ClusterReader) Resource(ctx context.Context, gvk schema.GroupVersionKin
 // Get implements Reader with a GET as the Release's identity. A refusal
 // names who was refused, the verb and the object.
 func (r *ClusterReader) Get(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
-	reader, err := r.target(ctx)
+	access, reader, err := r.target(ctx)
 	if err != nil {
 		return nil, err
 	}
 	obj, err := reader.Get(ctx, gvkOfEntry(entry), entry.Namespace, entry.Name)
-	if f, ok := cluster.ImpersonationRefused(err, r.identity); ok {
+	if f, ok := cluster.ImpersonationRefused(err, access.Identity); ok {
 		// No object of the Release can be read: the whole Release.
 		return nil, &failure.Error{Reason: ReasonCannotAssess, Message: f.Message, Err: f}
 	}
@@ -79,21 +83,22 @@ func (r *ClusterReader) Get(ctx context.Context, entry convoyv1alpha1.InventoryE
 	return obj, nil
 }
 
-// Scope implements Lister: whom and where the objects are read as.
-func (r *ClusterReader) Scope() string {
-	if r.reader == nil {
-		return ""
-	}
-	return r.reader.Who() + "@" + r.reader.Cluster()
-}
-
-// ResourceVersion implements Lister with the target's shared LISTs.
+// ResourceVersion implements Reader with the target's shared LISTs.
 func (r *ClusterReader) ResourceVersion(ctx context.Context, entry convoyv1alpha1.InventoryEntry) (string, bool, bool) {
-	reader, err := r.target(ctx)
+	_, reader, err := r.target(ctx)
 	if err != nil {
 		return "", false, false
 	}
 	return reader.ResourceVersion(ctx, gvkOfEntry(entry), entry.Namespace, entry.Name)
+}
+
+// Scope implements Reader: whom and where the objects are read as.
+func (r *ClusterReader) Scope(ctx context.Context) string {
+	_, reader, err := r.target(ctx)
+	if err != nil {
+		return ""
+	}
+	return reader.Who() + "@" + reader.ClusterName()
 }
 
 // gvkOfEntry is the group, version and kind of an inventory entry.

@@ -102,5 +102,23 @@ func TestClusterReader(t *testing.T) {
 		_, err = r.Get(ctx, gone)
 		assert.ErrorIs(t, err, ErrNotFound)
 		assert.ErrorContains(t, err, "Deployment.apps shop/gone is not on the cluster")
+
+		_, _, known := r.ResourceVersion(ctx, webEntry)
+		assert.False(t, known, "without shared LISTs it cannot tell")
+		assert.Equal(t, "ServiceAccount shop/deployer@", r.Scope(ctx))
+		assert.Equal(t, 1, targets.calls, "every method shares the one Access of the pass")
+	})
+
+	t.Run("the scope is had as the objects are", func(t *testing.T) {
+		targets := &fakeTargets{access: &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "deployer"},
+			Target: &cluster.Target{Name: "shop/east", Mapper: meta.NewDefaultRESTMapper(nil)}}}
+		r := NewClusterReader(targets, release, true)
+		assert.Equal(t, "the kubeconfig of Cluster.convoy.kumodo.io shop/east@shop/east", r.Scope(ctx), "asked first, it gets the Access")
+		_, _, known := r.ResourceVersion(ctx, webEntry)
+		assert.False(t, known, "an unknown kind: it cannot tell")
+		assert.Equal(t, 1, targets.calls)
+
+		failing := &fakeTargets{err: errors.New("no")}
+		assert.Empty(t, NewClusterReader(failing, release, true).Scope(ctx), "no Access, no scope")
 	})
 }

@@ -319,7 +319,7 @@ func TestRenderErrors(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			r := NewRenderer(source.ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
+			r := newRendererOn(client, MapperScoper{Mapper: testMapper()})
 			rerr := renderErr(t, r, tt.release, tt.reason)
 			for _, m := range tt.message {
 				assert.Contains(t, rerr.Message, m)
@@ -350,13 +350,13 @@ func TestScoperErrors(t *testing.T) {
 
 	// An unknown kind keeps its namespace; a nil Scoper knows no kind.
 	for _, s := range []Scoper{failingScoper{err: &metaNoMatch{}}, nil} {
-		r := NewRenderer(source.ClientInputs{Client: fake.NewClientset(cm)}, s)
+		r := newRendererOn(fake.NewClientset(cm), s)
 		out := renderOK(t, r, release("src"))
 		assert.Equal(t, "", out.Objects[0].GetNamespace())
 	}
 
 	// Any other failure fails the render.
-	r := NewRenderer(source.ClientInputs{Client: fake.NewClientset(cm)}, failingScoper{err: errors.New("discovery down")})
+	r := newRendererOn(fake.NewClientset(cm), failingScoper{err: errors.New("discovery down")})
 	rerr := renderErr(t, r, release("src"), source.ReasonInputUnavailable)
 	assert.Contains(t, rerr.Message, "scope of v1 ConfigMap: discovery down")
 }

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -47,9 +48,21 @@ func testMapper() meta.RESTMapper {
 	return m
 }
 
+// testEngine returns an Engine of its own (a Fetcher of the default
+// Options, charts templated in process) within limits.
+func testEngine(limits Limits) *Engine {
+	return NewEngine(source.NewFetcher(source.Options{}), nil, limits)
+}
+
 // newTestRenderer returns a Renderer over a fake clientset holding objs.
 func newTestRenderer(objs ...runtime.Object) *Renderer {
-	return NewRenderer(source.ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
+	return newRendererOn(fake.NewClientset(objs...), MapperScoper{Mapper: testMapper()})
+}
+
+// newRendererOn returns a Renderer of a testEngine of the default Limits
+// that reads inputs with client and scopes with scoper.
+func newRendererOn(client kubernetes.Interface, scoper Scoper) *Renderer {
+	return testEngine(Limits{}).Renderer(source.ClientInputs{Client: client}, scoper)
 }
 
 func configMap(name string, data map[string]string) *corev1.ConfigMap {

@@ -106,34 +106,30 @@ func (InProcess) Template(ctx context.Context, req ChartRequest) ([]*unstructure
 	return templateChart(ctx, req)
 }
 
-// Engine holds what every render of convoy-apiserver shares: where charts
-// are templated and the Limits. Renderers and Stores built from it are cheap;
-// build them per Release, with the Release's identity's clients.
+// Engine holds what every render of convoy-apiserver shares: the Fetcher of
+// sources (its caches and slots), where charts are templated and the Limits.
+// Renderers and Stores built from it are cheap; build them per Release, with
+// the Release's identity's clients. There is no package-level Engine: the
+// composition root (pkg/apiserver) builds the one of convoy-apiserver from
+// its flags and passes it down, and tests and tools build their own.
 type Engine struct {
 	charts  ChartRunner
 	sources *source.Fetcher
 	limits  Limits
 }
 
-// NewEngine returns an Engine that templates charts with charts (InProcess
-// when nil) within limits (zero fields take their defaults).
-func NewEngine(charts ChartRunner, limits Limits) *Engine {
+// NewEngine returns an Engine that fetches sources with sources, templates
+// charts with charts (InProcess when nil) within limits (zero fields take
+// their defaults). sources is required.
+func NewEngine(sources *source.Fetcher, charts ChartRunner, limits Limits) *Engine {
+	if sources == nil {
+		panic("render.NewEngine: no source.Fetcher")
+	}
 	if charts == nil {
 		charts = InProcess{}
 	}
-	return &Engine{charts: charts, sources: source.Default(), limits: limits.withDefaults()}
+	return &Engine{charts: charts, sources: sources, limits: limits.withDefaults()}
 }
-
-// WithSources returns a copy of e that fetches sources with sources (the
-// Engine of NewEngine fetches with source.Default, which refuses loopback).
-func (e *Engine) WithSources(sources *source.Fetcher) *Engine {
-	c := *e
-	c.sources = sources
-	return &c
-}
-
-// defaultEngine templates in process, with the default Limits.
-var defaultEngine = NewEngine(nil, Limits{})
 
 // Limits returns the Engine's limits.
 func (e *Engine) Limits() Limits { return e.limits }

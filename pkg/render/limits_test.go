@@ -31,7 +31,7 @@ func manyConfigMaps(n int) string {
 func TestRenderLimits(t *testing.T) {
 	src := configMap("src", map[string]string{"all.yaml": manyConfigMaps(50)})
 	renderer := func(l Limits) *Renderer {
-		return NewEngine(nil, l).Renderer(source.ClientInputs{Client: fake.NewClientset(src)}, MapperScoper{Mapper: testMapper()})
+		return testEngine(l).Renderer(source.ClientInputs{Client: fake.NewClientset(src)}, MapperScoper{Mapper: testMapper()})
 	}
 	renderOK(t, renderer(Limits{MaxObjects: 50}), release("src"))
 
@@ -66,11 +66,17 @@ func TestStoredRenderInflatingPastTheLimit(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	_, err = NewEngine(nil, Limits{MaxBytes: 8 << 20}).Store(client).Get(context.Background(), "shop", "web", ref)
+	_, err = testEngine(Limits{MaxBytes: 8 << 20}).Store(client).Get(context.Background(), "shop", "web", ref)
 	runtime.ReadMemStats(&after)
 	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
 	assert.Equal(t, ReasonStoredRenderTooLarge, rerr.Reason)
 	assert.Contains(t, rerr.Message, "inflates past the limit of 8388608 bytes (--max-render-bytes)")
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "allocated far less than the 8 MiB it may inflate to: the spaces are not kept")
+}
+
+// An Engine fetches with the Fetcher it is given: there is no package-level
+// one to fall back on.
+func TestNewEngineNeedsAFetcher(t *testing.T) {
+	assert.PanicsWithValue(t, "render.NewEngine: no source.Fetcher", func() { NewEngine(nil, nil, Limits{}) })
 }

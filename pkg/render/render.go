@@ -37,19 +37,12 @@ type Render struct {
 }
 
 // Renderer renders Releases: spec.source, then spec.content (for a chart),
-// then namespace defaulting, then spec.mutations, then New. It holds no
-// state of its own and is safe for concurrent use.
+// then namespace defaulting, then spec.mutations, then New. Engine.Renderer
+// builds one. It holds no state of its own and is safe for concurrent use.
 type Renderer struct {
 	engine *Engine
 	inputs source.Inputs
 	scoper Scoper
-}
-
-// NewRenderer returns a Renderer that reads inputs and scopes namespaces with
-// scoper, templates charts in this process and has the default Limits (see
-// Engine.Renderer for convoy-apiserver's).
-func NewRenderer(inputs source.Inputs, scoper Scoper) *Renderer {
-	return defaultEngine.Renderer(inputs, scoper)
 }
 
 // Render renders release: spec.source + spec.content + spec.mutations.

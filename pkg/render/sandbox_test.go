@@ -36,7 +36,7 @@ func sandboxed(t *testing.T, concurrency int, limits Limits, objs ...runtime.Obj
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	engine := NewEngine(NewSandbox(exe, concurrency, childLimits(limits)), limits)
+	engine := NewEngine(source.NewFetcher(source.Options{}), NewSandbox(exe, concurrency, childLimits(limits)), limits)
 	return engine.Renderer(source.ClientInputs{Client: fake.NewClientset(objs...)}, MapperScoper{Mapper: testMapper()})
 }
 
@@ -129,7 +129,7 @@ func TestSandboxSlots(t *testing.T) {
 	require.NoError(t, err)
 	// The engine's timeout is long: the runaway holds the slot until the
 	// test cancels it, however slow the machine is.
-	engine := NewEngine(NewSandbox(exe, 1, childLimits(Limits{})), Limits{Timeout: time.Minute})
+	engine := NewEngine(source.NewFetcher(source.Options{}), NewSandbox(exe, 1, childLimits(Limits{})), Limits{Timeout: time.Minute})
 	client := fake.NewClientset(chartConfigMap("runaway", runaway(t)), chartConfigMap("small", buildChart(t, "mychart", testChartFiles())))
 	r := engine.Renderer(source.ClientInputs{Client: client}, MapperScoper{Mapper: testMapper()})
 	runawayCtx, stopRunaway := context.WithCancel(context.Background())
@@ -161,7 +161,7 @@ func TestSandboxBoundsItsOutput(t *testing.T) {
 }
 
 func TestSandboxChildThatFails(t *testing.T) {
-	engine := NewEngine(NewSandbox("/bin/false", 1, Limits{}), Limits{})
+	engine := NewEngine(source.NewFetcher(source.Options{}), NewSandbox("/bin/false", 1, Limits{}), Limits{})
 	r := engine.Renderer(source.ClientInputs{Client: fake.NewClientset(chartConfigMap("src", runaway(t)))}, MapperScoper{Mapper: testMapper()})
 	rerr := renderErr(t, r, release("src"), ReasonTemplateFailed)
 	assert.Contains(t, rerr.Message, "the render process failed")

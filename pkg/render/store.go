@@ -43,17 +43,12 @@ func SecretName(release, ref string) string {
 
 // Store keeps renders in Secrets of the Release's namespace: one Secret per
 // render, type convoy.kumodo.io/render, named convoy-render.<release>.<ref>.
+// Engine.Store builds one.
 type Store struct {
 	client kubernetes.Interface
 	// limits bound what a stored render may inflate to (MaxBytes) and hold
 	// (MaxObjects).
 	limits Limits
-}
-
-// NewStore returns a Store on client with the default Limits (see
-// Engine.Store for convoy-apiserver's).
-func NewStore(client kubernetes.Interface) *Store {
-	return defaultEngine.Store(client)
 }
 
 // Get reads render ref of the Release namespace/release. A render that is not

@@ -30,7 +30,7 @@ func storedConfigMap(name string, data map[string]any) *unstructured.Unstructure
 
 func TestStoreRoundTrip(t *testing.T) {
 	client := fake.NewClientset()
-	store := NewStore(client)
+	store := testEngine(Limits{}).Store(client)
 	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
 	r, err := New([]*unstructured.Unstructured{
 		storedConfigMap("b", map[string]any{"replicas": int64(3)}),
@@ -85,7 +85,7 @@ func TestStoreGetErrors(t *testing.T) {
 				_, err := client.CoreV1().Secrets("shop").Create(context.Background(), tc.secret, metav1.CreateOptions{})
 				require.NoError(t, err)
 			}
-			_, err := NewStore(client).Get(context.Background(), "shop", "web", r.Ref)
+			_, err := testEngine(Limits{}).Store(client).Get(context.Background(), "shop", "web", r.Ref)
 			require.Error(t, err)
 			assert.Equal(t, tc.notFound, errors.Is(err, ErrNotStored))
 			assert.Contains(t, err.Error(), tc.wantErr)
@@ -101,7 +101,7 @@ func TestStorePutTooLarge(t *testing.T) {
 	require.NoError(t, err)
 	client := fake.NewClientset()
 	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u"}}
-	err = NewStore(client).Put(context.Background(), release, r)
+	err = testEngine(Limits{}).Store(client).Put(context.Background(), release, r)
 	require.ErrorIs(t, err, ErrTooLarge)
 	assert.Contains(t, err.Error(), "shop/web")
 	secrets, _ := client.CoreV1().Secrets("shop").List(context.Background(), metav1.ListOptions{})

@@ -192,7 +192,7 @@ func TestOCIRefusals(t *testing.T) {
 	})
 	t.Run("loopback refused without the development flag, before any packet", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{})
-		ferr := fetchErr(t, Default(), ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), "AddressNotAllowed")
+		ferr := fetchErr(t, NewFetcher(Options{}), ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), "AddressNotAllowed")
 		assert.Contains(t, ferr.Message, "is not allowed: it is a loopback address (convoy-apiserver --allow-loopback-sources allows it for local development)")
 		assert.NotContains(t, ferr.Message, "--allow-loopback-clusters")
 		assert.Empty(t, reg.Requests())

@@ -163,7 +163,10 @@ func IsManifestFile(name string) bool {
 
 // Fetcher fetches sources. It is safe for concurrent use; one Fetcher
 // serves the loops and the subresources, so its caches and slots are
-// shared.
+// shared. There is no package-level Fetcher: its caches and slots are
+// bounded by flags, so the composition root (pkg/apiserver) builds the one
+// of convoy-apiserver from them and passes it down, and tests and tools
+// build their own.
 type Fetcher struct {
 	opts  Options
 	slots *slots
@@ -206,14 +209,6 @@ func NewFetcher(opts Options) *Fetcher {
 
 // Limits returns the Fetcher's options, with their defaults.
 func (f *Fetcher) Limits() Options { return f.opts }
-
-// defaultFetcher is what a Fetcher of the zero Options is: for tests and
-// tools; convoy-apiserver builds its own from its flags.
-var defaultFetcher = NewFetcher(Options{})
-
-// Default returns a Fetcher with the default Options (loopback and private
-// ranges refused).
-func Default() *Fetcher { return defaultFetcher }
 
 // errFetchTimeout is the cause of the deadline of a fetch.
 var errFetchTimeout = errors.New("fetch timeout")

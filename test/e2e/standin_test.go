@@ -55,8 +55,8 @@ func newStandInOn(t *testing.T, target *rest.Config) *controllerStandIn {
 		Clock:   clock.RealClock{},
 		// The registries and repositories of the tests run on loopback.
 		// No cache: a tag moved since the last apply is applied.
-		Engine: render.NewEngine(nil, render.Limits{}).WithSources(source.NewFetcher(source.Options{
-			Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1})),
+		Engine: render.NewEngine(source.NewFetcher(source.Options{
+			Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}), nil, render.Limits{}),
 	}}
 }
 
