@@ -154,8 +154,6 @@ func TestDriftExplained(t *testing.T) {
 // requests back off instead of one per pass; when the controller stops, the
 // Release heals once more and the contest ends.
 func TestDriftContested(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
 	standIn := newStandIn(t)
@@ -163,49 +161,9 @@ func TestDriftContested(t *testing.T) {
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 
 	// The stand-in heals on each sync request; requests are counted.
-	var requests atomic.Int32
-	var healing sync.WaitGroup
-	healing.Go(func() {
-		last := ""
-		for ctx.Err() == nil {
-			r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
-			if err == nil && r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] != last {
-				last = r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
-				requests.Add(1)
-				if rendered, err := standIn.applier.Render(ctx, r); err != nil {
-					t.Logf("stand-in render: %v", err)
-				} else if err := standIn.applier.ApplyAll(ctx, r, rendered); err != nil {
-					t.Logf("stand-in apply: %v", err)
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	// Stop the goroutines before the test ends, whatever the way out.
-	defer func() {
-		cancel()
-		healing.Wait()
-	}()
+	requests := startSelfHealer(t, standIn, ns, "web")
 	// The contender scales web to 5 through /scale whenever it is not.
-	contendCtx, stopContending := context.WithCancel(ctx)
-	deployments := kubeClient(t).AppsV1().Deployments(ns)
-	var contending sync.WaitGroup
-	defer func() {
-		stopContending()
-		contending.Wait()
-	}()
-	contending.Go(func() {
-		for contendCtx.Err() == nil {
-			s, err := deployments.GetScale(contendCtx, "web", metav1.GetOptions{})
-			if err == nil && s.Spec.Replicas != 5 {
-				s.Spec.Replicas = 5
-				if _, err := deployments.UpdateScale(contendCtx, "web", s, metav1.UpdateOptions{FieldManager: "contender"}); err != nil {
-					t.Logf("contender: %v", err)
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
+	stopContending := startContender(t, ns, "web")
 
 	var contested subresourcesv1alpha1.ContestedField
 	eventually(t, "spec.replicas contested by contender", func(context.Context) error {
@@ -253,7 +211,6 @@ func TestDriftContested(t *testing.T) {
 	// The contender stops: the next self-heal holds, the contest ends once
 	// the field stayed healed for the window (30s in the e2e suite).
 	stopContending()
-	contending.Wait()
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 	eventually(t, "the contest ends", func(context.Context) error {
 		if c := objectDiff(t, getDiff(t, ns, "web", ""), "Deployment", "web").Contested; len(c) > 0 {
@@ -261,4 +218,63 @@ func TestDriftContested(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// startSelfHealer makes the stand-in heal the Release namespace/name at each
+// of its sync requests (a new convoy.kumodo.io/sync-requested-at), until the
+// test ends, and returns the count of the requests it saw.
+func startSelfHealer(t *testing.T, standIn *controllerStandIn, namespace, name string) *atomic.Int32 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var requests atomic.Int32
+	var healing sync.WaitGroup
+	healing.Go(func() {
+		last := ""
+		for ctx.Err() == nil {
+			r, err := convoyClient(t).ConvoyV1alpha1().Releases(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] != last {
+				last = r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
+				requests.Add(1)
+				if rendered, err := standIn.applier.Render(ctx, r); err != nil {
+					t.Logf("stand-in render: %v", err)
+				} else if err := standIn.applier.ApplyAll(ctx, r, rendered); err != nil {
+					t.Logf("stand-in apply: %v", err)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		healing.Wait()
+	})
+	return &requests
+}
+
+// startContender scales the Deployment name of namespace to 5 through
+// /scale, as the field manager "contender", whenever it is not, until the
+// returned func is called or the test ends.
+func startContender(t *testing.T, namespace, name string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	deployments := kubeClient(t).AppsV1().Deployments(namespace)
+	var contending sync.WaitGroup
+	contending.Go(func() {
+		for ctx.Err() == nil {
+			s, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
+			if err == nil && s.Spec.Replicas != 5 {
+				s.Spec.Replicas = 5
+				if _, err := deployments.UpdateScale(ctx, name, s, metav1.UpdateOptions{FieldManager: "contender"}); err != nil && ctx.Err() == nil {
+					t.Logf("contender: %v", err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	stop = func() {
+		cancel()
+		contending.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
 }

@@ -150,8 +150,9 @@ type ObjectDiff struct {
 	// +optional
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 	// contested are the fields of the object that another manager took
-	// back after self-heal, again and again (see ContestedField); known to
-	// the replica that runs the drift loop only.
+	// back after self-heal, again and again (see ContestedField), as the
+	// leader's last drift pass wrote them in the Release's
+	// status.selfHeal: every replica answers the same.
 	// +optional
 	// +listType=atomic
 	Contested []ContestedField `json:"contested,omitempty"`
