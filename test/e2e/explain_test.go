@@ -18,7 +18,6 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
 )
 
 // ownersOf returns the owners of the change at path of the Deployment web.
@@ -132,7 +131,7 @@ func TestDriftExplained(t *testing.T) {
 	}))
 	eventually(t, "spec.replicas unowned", func(context.Context) error {
 		c := ownersOf(t, getDiff(t, ns, "web", ""), "spec.replicas")
-		if len(c.Owners) != 0 || c.Unattributed != compare.UnattributedUnowned {
+		if len(c.Owners) != 0 || c.Unattributed != subresourcesv1alpha1.UnattributedUnowned {
 			return fmt.Errorf("%+v", c)
 		}
 		return nil

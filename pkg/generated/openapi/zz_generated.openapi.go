@@ -2367,9 +2367,10 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref common.R
 					},
 					"unattributed": {
 						SchemaProps: spec.SchemaProps{
-							Description: "unattributed says why the change has no owner, when it has none.",
+							Description: "unattributed says why the change has no owner, when it has none.\n\nPossible enum values:\n - `\"NoManager\"` : no manager but convoy's own owns the field. Either the render changed since convoy applied it (the live value is convoy's own), or an admission webhook or a client that records no managedFields changed it; managedFields holds no values, so which one cannot be told.\n - `\"Removed\"` : the field is gone from the live object (the desired object has it); managedFields does not record who removes a field.\n - `\"Unowned\"` : no manager at all owns the field: a client that records no managedFields (or reset them), or an admission webhook, changed it.",
 							Type:        []string{"string"},
 							Format:      "",
+							Enum:        []interface{}{"NoManager", "Removed", "Unowned"},
 						},
 					},
 				},
