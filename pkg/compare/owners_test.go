@@ -60,8 +60,8 @@ func TestAttribution(t *testing.T) {
 	}
 	assert.Equal(t, map[string][]string{
 		"spec.minReadySeconds":                              {"(" + string(subresourcesv1alpha1.UnattributedUnowned) + ")"}, // nobody owns it
-		"metadata.annotations":                              {"kubectl-edit"},                  // what it holds: note
-		"metadata.finalizers[0]":                            {"kubectl-edit"},                  // by the item's value
+		"metadata.annotations":                              {"kubectl-edit"},                                               // what it holds: note
+		"metadata.finalizers[0]":                            {"kubectl-edit"},                                               // by the item's value
 		"metadata.labels.tier":                              {"(" + string(subresourcesv1alpha1.UnattributedRemoved) + ")"}, // gone from live
 		"spec.paused":                                       {"(" + string(subresourcesv1alpha1.UnattributedNoManager) + ")"},
 		"spec.replicas":                                     {"kubectl (scale)"},

@@ -21,8 +21,9 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
 )
 
-func TestStatusWriterWritesOnlyChanges(t *testing.T) {
-	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+// countingWriter returns a StatusWriter on a fake client that holds
+// release, the count of its applies, and its clock.
+func countingWriter(release *convoyv1alpha1.Release, recorder events.EventRecorder) (*StatusWriter, *fake.Clientset, *int, *clocktesting.FakePassiveClock) {
 	client := fake.NewClientset(release)
 	applies := 0
 	client.PrependReactor("patch", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -30,8 +31,13 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	return NewStatusWriter(client.ConvoyV1alpha1(), recorder, clk), client, &applies, clk
+}
+
+func TestStatusWriterWritesOnlyChanges(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
 	recorder := events.NewFakeRecorder(10)
-	w := NewStatusWriter(client.ConvoyV1alpha1(), recorder, clk)
+	w, client, applies, clk := countingWriter(release, recorder)
 	ctx := context.Background()
 	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "all 2 objects are in sync"}
 
@@ -54,7 +60,7 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 	wrote, err = w.SetCondition(ctx, release, inSync, nil)
 	require.NoError(t, err)
 	assert.True(t, wrote, "a new generation is written")
-	assert.Equal(t, 3, applies)
+	assert.Equal(t, 3, *applies)
 	// Events for the two transitions, not for the generation bump.
 	require.Len(t, recorder.Events, 2)
 	assert.Equal(t, "Normal InSync InSync is True (InSync): all 2 objects are in sync", <-recorder.Events)
@@ -116,14 +122,7 @@ func TestStatusWriterTruncatesMessages(t *testing.T) {
 // after a failover takes the one on the server as the truth.
 func TestStatusWriterSelfHeal(t *testing.T) {
 	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
-	client := fake.NewClientset(release)
-	applies := 0
-	client.PrependReactor("patch", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
-		applies++
-		return false, nil, nil
-	})
-	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
-	w := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clk)
+	w, client, applies, clk := countingWriter(release, events.NewFakeRecorder(10))
 	ctx := context.Background()
 	drifted := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "Drifted", Message: "web is Modified"}
 	selfHeal := &convoyv1alpha1.SelfHealStatus{
@@ -153,7 +152,7 @@ func TestStatusWriterSelfHeal(t *testing.T) {
 	_, err = w.SetCondition(ctx, release, healthy, &convoyv1alpha1.HealthSummary{Total: 1, Healthy: 1})
 	require.NoError(t, err)
 	assert.True(t, apiequality.Semantic.DeepEqual(selfHeal, get().Status.SelfHeal), "the health loop's apply carries selfHeal: %+v", get().Status.SelfHeal)
-	assert.Equal(t, 3, applies)
+	assert.Equal(t, 3, *applies)
 
 	// A new leader's writer starts from the status on the server.
 	after := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clk)

@@ -153,16 +153,7 @@ func TestDriftExplained(t *testing.T) {
 // requests back off instead of one per pass; when the controller stops, the
 // Release heals once more and the contest ends.
 func TestDriftContested(t *testing.T) {
-	ns := newNamespace(t)
-	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
-	standIn := newStandIn(t)
-	standIn.apply(ns, "web")
-	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
-
-	// The stand-in heals on each sync request; requests are counted.
-	requests := startSelfHealer(t, standIn, ns, "web")
-	// The contender scales web to 5 through /scale whenever it is not.
-	stopContending := startContender(t, ns, "web")
+	ns, requests, stopContending := contestedRelease(t)
 
 	var contested subresourcesv1alpha1.ContestedField
 	eventually(t, "spec.replicas contested by contender", func(context.Context) error {
@@ -217,6 +208,21 @@ func TestDriftContested(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// contestedRelease makes the automatic Release web of a new namespace, in
+// sync, whose Deployment web a contender scales to 5 through /scale whenever
+// the stand-in heals it (at each sync request). It returns the namespace, the
+// count of the sync requests and what stops the contender.
+func contestedRelease(t *testing.T) (namespace string, requests *atomic.Int32, stopContending func()) {
+	t.Helper()
+	namespace = newNamespace(t)
+	newDriftRelease(t, namespace, "web", webManifests("blue", "1.0"), automatic)
+	standIn := newStandIn(t)
+	standIn.apply(namespace, "web")
+	waitInSync(t, namespace, "web", metav1.ConditionTrue, "InSync")
+	requests = startSelfHealer(t, standIn, namespace, "web")
+	return namespace, requests, startContender(t, namespace, "web")
 }
 
 // startSelfHealer makes the stand-in heal the Release namespace/name at each

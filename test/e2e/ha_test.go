@@ -168,13 +168,7 @@ func contestedOn(t *testing.T, p *controlplane.ConvoyProcess, namespace string) 
 // pass and counting the take-backs again.
 func TestHAContestSurvivesFailover(t *testing.T) {
 	first, second := startSecondReplica(t)
-	ns := newNamespace(t)
-	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
-	standIn := newStandIn(t)
-	standIn.apply(ns, "web")
-	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
-	requests := startSelfHealer(t, standIn, ns, "web")
-	startContender(t, ns, "web")
+	ns, requests, _ := contestedRelease(t)
 
 	// Passes every 2s: contested after 3 heals, then requests 4s, 8s and
 	// 16s apart.
