@@ -203,7 +203,6 @@ func (c CompletedConfig) New() (*Server, error) {
 		verdicts = health.NewVerdictCache(x.CacheMaxAge, clock.RealClock{})
 	}
 	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
-	contests := contest.New(x.Contests)
 	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
 		Releases:    convoy.ConvoyV1alpha1(),
@@ -211,7 +210,6 @@ func (c CompletedConfig) New() (*Server, error) {
 		Checker:     checker,
 		Redactor:    redactor,
 		Requester:   requester,
-		Contests:    contests,
 	})
 	if err := generic.InstallAPIGroup(&group); err != nil {
 		return nil, fmt.Errorf("installing API group %s: %w", subresourcesv1alpha1.GroupName, err)
@@ -224,7 +222,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		Checker:        loopChecker,
 		Targets:        targets,
 		Requester:      requester,
-		Contests:       contests,
+		Contests:       x.Contests,
 		Recorder:       recorder,
 		Compiler:       health.NewCompiler(x.CELCostLimit),
 		Clock:          clock.RealClock{},

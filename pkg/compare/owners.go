@@ -12,22 +12,6 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 )
 
-// Why a change has no owner (FieldChange.Unattributed).
-const (
-	// UnattributedNoManager: no manager but convoy's own owns the field:
-	// the render changed since convoy applied it, or an admission webhook
-	// or a client that records no managedFields changed it (managedFields
-	// holds no values, so which cannot be told here).
-	UnattributedNoManager = "no manager but convoy's owns it: the render changed since it was applied, or an admission webhook or a client that records no managedFields changed it"
-	// UnattributedUnowned: no manager at all owns the field: a client that
-	// records no managedFields (or reset them), or an admission webhook,
-	// changed it.
-	UnattributedUnowned = "no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it"
-	// UnattributedRemoved: the field is gone from the live object;
-	// managedFields does not record who removes a field.
-	UnattributedRemoved = "removed from the live object: managedFields does not record who removes a field"
-)
-
 // unknownManager stands in ObjectDiff.ChangedBy for changes without owner.
 const unknownManager = "unknown"
 
@@ -78,14 +62,15 @@ const (
 	same               // the path is the field, or below it
 )
 
-// attribute sets Owners or Unattributed of a change: the managers that own
+// attribute sets Owners or Unattributed of a change (see
+// subresourcesv1alpha1.Unattributed for why): the managers that own
 // the field or what it holds; else those of its closest owned ancestor
 // (a change inside an atomic field, or a list item). convoy's own managers
 // are never named: a field only they own has changed behind managedFields'
 // back.
 func (o *fieldOwners) attribute(c *change) {
 	if c.Op == subresourcesv1alpha1.ChangeAdd {
-		c.Unattributed = UnattributedRemoved
+		c.Unattributed = subresourcesv1alpha1.UnattributedRemoved
 		return
 	}
 	var owners []int
@@ -125,9 +110,9 @@ func (o *fieldOwners) attribute(c *change) {
 	}
 	switch {
 	case len(owners) == 0:
-		c.Unattributed = UnattributedUnowned
+		c.Unattributed = subresourcesv1alpha1.UnattributedUnowned
 	case len(c.Owners) == 0:
-		c.Unattributed = UnattributedNoManager
+		c.Unattributed = subresourcesv1alpha1.UnattributedNoManager
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 )
 
 func managed(manager, operation, subresource string, at *metav1.Time, fields string) metav1.ManagedFieldsEntry {
@@ -50,18 +52,18 @@ func TestAttribution(t *testing.T) {
 		owners.attribute(&changes[i])
 		c := changes[i]
 		if len(c.Owners) == 0 {
-			got[c.Path] = []string{"(" + c.Unattributed + ")"}
+			got[c.Path] = []string{"(" + string(c.Unattributed) + ")"}
 		}
 		for _, o := range c.Owners {
 			got[c.Path] = append(got[c.Path], OwnerLabel(o))
 		}
 	}
 	assert.Equal(t, map[string][]string{
-		"spec.minReadySeconds":                              {"(" + UnattributedUnowned + ")"}, // nobody owns it
-		"metadata.annotations":                              {"kubectl-edit"},                  // what it holds: note
-		"metadata.finalizers[0]":                            {"kubectl-edit"},                  // by the item's value
-		"metadata.labels.tier":                              {"(" + UnattributedRemoved + ")"}, // gone from live
-		"spec.paused":                                       {"(" + UnattributedNoManager + ")"},
+		"spec.minReadySeconds":                              {"(" + string(subresourcesv1alpha1.UnattributedUnowned) + ")"}, // nobody owns it
+		"metadata.annotations":                              {"kubectl-edit"},                                               // what it holds: note
+		"metadata.finalizers[0]":                            {"kubectl-edit"},                                               // by the item's value
+		"metadata.labels.tier":                              {"(" + string(subresourcesv1alpha1.UnattributedRemoved) + ")"}, // gone from live
+		"spec.paused":                                       {"(" + string(subresourcesv1alpha1.UnattributedNoManager) + ")"},
 		"spec.replicas":                                     {"kubectl (scale)"},
 		"spec.template.spec.containers[name=app].image":     {"intruder"},
 		"spec.template.spec.containers[name=sidecar].image": {"kubectl-edit"}, // the closest owned ancestor: the item

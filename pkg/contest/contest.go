@@ -8,11 +8,17 @@
 //
 // A self-heal is seen in the object itself: the time of convoy's
 // managedFields entry (ObjectDiff.AppliedAt) moves at each effective apply.
-// The memory is per Release, bounded, in the process that runs the drift
-// loop, and dropped with the Release: a failover forgets it.
+// The memory is per Release, bounded, held by the leader's drift loop for
+// one term of leadership, and dropped with the Release. What other replicas
+// and the next leader need of it is the Release's status.selfHeal (Status):
+// the drift loop writes it with the InSync condition, and a Tracker that
+// has no memory of a Release starts from it (Seed), so that a failover
+// keeps the contests and the backoff of their self-heal.
 package contest
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +28,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Defaults of Options.
@@ -32,6 +39,9 @@ const (
 	// maxFields bounds the fields remembered per Release; the one seen
 	// longest ago goes first.
 	maxFields = 256
+	// maxSeededHeals bounds the take-backs a field is seeded with from a
+	// status (its heals).
+	maxSeededHeals = 64
 )
 
 // Options of a Tracker.
@@ -50,7 +60,9 @@ type Options struct {
 
 // Tracker remembers, per Release, object and path, who drifted a field
 // and how often it took it back after a self-heal. It is safe for
-// concurrent use.
+// concurrent use. It keeps an entry for each Release it saw until Forget,
+// so that it seeds a Release from its status once: a status read later
+// (from an informer that has not seen the last write yet) is not the truth.
 type Tracker struct {
 	opts     Options
 	mu       sync.Mutex
@@ -79,6 +91,9 @@ type history struct {
 	takes     []time.Time
 	lastDrift time.Time
 	since     time.Time // when contested; zero when not
+	// seeded: read from a status, applied is not known yet; the first
+	// pass that sees the field learns it without counting a take-back.
+	seeded bool
 }
 
 // New returns a Tracker.
@@ -129,11 +144,14 @@ func (t *Tracker) Observe(uid types.UID, objects []subresourcesv1alpha1.ObjectDi
 				t.releases[uid] = r
 			}
 			h := r.fields[key]
-			if h == nil || h.manager != owner.Manager || h.subresource != owner.Subresource {
+			switch {
+			case h == nil || h.manager != owner.Manager || h.subresource != owner.Subresource:
 				t.makeRoom(r)
 				h = &history{manager: owner.Manager, subresource: owner.Subresource, applied: applied}
 				r.fields[key] = h
-			} else if applied.After(h.applied) {
+			case h.seeded:
+				h.applied, h.seeded = applied, false
+			case applied.After(h.applied):
 				// convoy applied the object since the field was last seen
 				// drifted by this manager, which took it back.
 				h.applied = applied
@@ -153,11 +171,21 @@ func (t *Tracker) Observe(uid types.UID, objects []subresourcesv1alpha1.ObjectDi
 				delete(r.fields, key) // healed for a window: the contest ends
 			}
 		}
-		if len(r.fields) == 0 {
-			delete(t.releases, uid)
+		if !r.contested() {
+			r.backoff, r.nextRequest = 0, time.Time{}
 		}
 	}
 	return contested
+}
+
+// contested reports whether a field of r is contested.
+func (r *release) contested() bool {
+	for _, h := range r.fields {
+		if !h.since.IsZero() {
+			return true
+		}
+	}
+	return false
 }
 
 // makeRoom drops the field seen longest ago when r is full.
@@ -241,13 +269,7 @@ func (t *Tracker) ShouldRequest(uid types.UID, interval time.Duration, objects [
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.releases[uid]
-	contested := false
-	if r != nil {
-		for _, h := range r.fields {
-			contested = contested || !h.since.IsZero()
-		}
-	}
-	if !contested {
+	if r == nil || !r.contested() {
 		if r != nil {
 			r.backoff, r.nextRequest = 0, time.Time{}
 		}
@@ -280,4 +302,99 @@ func (t *Tracker) Forget(uid types.UID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.releases, uid)
+}
+
+// Seed starts the memory of the Release uid from status, its
+// status.selfHeal as the leader last wrote it, unless the Tracker already
+// has a memory of it: after a failover or a restart, the contested fields
+// stay contested (with their manager, since and heals, at most
+// maxSeededHeals) and the self-heal requests keep their backoff. A seeded
+// field is taken as drifted now: its contest ends a window after the first
+// pass that does not find it drifted. A nil status seeds an empty memory.
+func (t *Tracker) Seed(uid types.UID, status *convoyv1alpha1.SelfHealStatus) {
+	now := t.opts.Clock.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.releases[uid]; ok {
+		return
+	}
+	r := &release{fields: map[fieldKey]*history{}}
+	t.releases[uid] = r
+	if status == nil {
+		return
+	}
+	for _, f := range status.Contested[:min(len(status.Contested), convoyv1alpha1.MaxContestedFields)] {
+		h := &history{manager: f.Manager, subresource: f.Subresource, lastDrift: now, since: f.Since.Time, seeded: true}
+		if h.since.IsZero() {
+			h.since = now
+		}
+		for range min(int(f.Heals), maxSeededHeals) {
+			h.takes = append(h.takes, now)
+		}
+		r.fields[fieldKey{object: f.Object(), path: f.Path}] = h
+	}
+	if !r.contested() {
+		return // a backoff without a contest is none
+	}
+	if status.Backoff != nil && status.Backoff.Duration > 0 {
+		r.backoff = min(status.Backoff.Duration, t.opts.MaxBackoff)
+	}
+	if status.NextRequestAt != nil {
+		r.nextRequest = status.NextRequestAt.Time
+	}
+}
+
+// Status is what the Release uid's status.selfHeal holds: its contested
+// fields, at most convoyv1alpha1.MaxContestedFields (the ones contested
+// longest first, then by object and path), each string cut to the CRD's
+// bounds and each time to the second (what the API server keeps), and the
+// backoff of its self-heal requests; nil when no field is contested. The
+// same memory gives the same status, so that a pass that changes nothing
+// writes nothing.
+func (t *Tracker) Status(uid types.UID) *convoyv1alpha1.SelfHealStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.releases[uid]
+	if r == nil {
+		return nil
+	}
+	var fields []convoyv1alpha1.ContestedField
+	for key, h := range r.fields {
+		if !h.since.IsZero() {
+			fields = append(fields, h.status(key))
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	slices.SortFunc(fields, func(a, b convoyv1alpha1.ContestedField) int {
+		return cmp.Or(a.Since.Compare(b.Since.Time), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Kind, b.Kind),
+			cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Path, b.Path))
+	})
+	s := &convoyv1alpha1.SelfHealStatus{Contested: fields[:min(len(fields), convoyv1alpha1.MaxContestedFields)]}
+	if r.backoff > 0 {
+		s.Backoff = &metav1.Duration{Duration: r.backoff}
+	}
+	if !r.nextRequest.IsZero() {
+		at := metav1.NewTime(r.nextRequest).Rfc3339Copy()
+		s.NextRequestAt = &at
+	}
+	return s
+}
+
+// status is the field as status.selfHeal lists it.
+func (h *history) status(key fieldKey) convoyv1alpha1.ContestedField {
+	// Names the API server bounds already, cut all the same: a value past
+	// the CRD's bounds would fail the observer's whole status write.
+	return convoyv1alpha1.ContestedField{
+		Group:       truncate.String(key.object.Group, 253),
+		Kind:        truncate.String(key.object.Kind, 253),
+		Namespace:   truncate.String(key.object.Namespace, 63),
+		Name:        truncate.String(key.object.Name, 253),
+		Path:        truncate.String(key.path, convoyv1alpha1.MaxContestedPath),
+		Manager:     truncate.String(h.manager, convoyv1alpha1.MaxFieldManager),
+		Subresource: truncate.String(h.subresource, 253),
+		Heals:       int32(len(h.takes)),
+		Since:       metav1.NewTime(h.since).Rfc3339Copy(),
+	}
 }

@@ -26,7 +26,8 @@ import (
 
 // Report is the outcome of a check: the compare result, the render it
 // compared when one was picked, and the objects the next sync would prune
-// when they were asked for.
+// when they were asked for. Its objects carry their contested fields
+// (ObjectDiff.Contested) from the Release's status.selfHeal.
 type Report struct {
 	*compare.Result
 	// Desired is nil when no render could be picked (RenderFailed).
@@ -131,6 +132,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 	}
 	reader := access.Reader(c.lists)
 	report = &Report{Result: c.engine.Compare(ctx, reader, want.Objects), Desired: want}
+	report.Objects = withContested(report.Objects, release.Status.SelfHeal)
 	if opts.ExtraObjects {
 		inv, err := c.inventories.ReleaseInventories(release.Namespace).Get(ctx, release.Name, metav1.GetOptions{})
 		switch {

@@ -105,6 +105,9 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 }
 
 // pass runs one drift pass of release and returns when the next one is due.
+// What it found, the InSync condition and status.selfHeal (the contested
+// fields and the backoff of self-heal, after this pass's decision), is
+// written in one apply before the sync request it decided on.
 func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
 	interval := Interval(release)
 	report, err := l.checker.Check(ctx, release, drift.Options{})
@@ -112,23 +115,26 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		return interval, err
 	}
 	cond := report.Condition()
-	drifted := report.Result.Result == subresourcesv1alpha1.DiffDrifted
+	request := report.Result.Result == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil
+	var selfHeal *convoyv1alpha1.SelfHealStatus
 	if l.contests != nil {
+		l.contests.Seed(release.UID, release.Status.SelfHeal)
 		l.observeContests(ctx, release, report, &cond)
+		if request && !l.contests.ShouldRequest(release.UID, interval, report.Objects) {
+			klog.FromContext(ctx).V(2).Info("Self-heal backs off: every drifted field is contested")
+			request = false
+		}
+		selfHeal = l.contests.Status(release.UID)
 	}
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
 	if report.Reason == failure.ReasonInternalError {
 		panics.WithLabelValues("drift").Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
-	if _, err := l.status.SetCondition(ctx, release, cond, nil); err != nil {
+	if _, err := l.status.SetInSync(ctx, release, cond, selfHeal); err != nil {
 		return interval, err
 	}
-	if drifted && release.Spec.SyncPolicy.Automatic != nil {
-		if l.contests != nil && !l.contests.ShouldRequest(release.UID, interval, report.Objects) {
-			klog.FromContext(ctx).V(2).Info("Self-heal backs off: every drifted field is contested")
-			return interval, nil
-		}
+	if request {
 		if _, err := l.requester.Request(ctx, release.Namespace, release.Name, observerName, "drift found: "+report.Message); err != nil {
 			return interval, fmt.Errorf("requesting a sync: %w", err)
 		}

@@ -41,9 +41,10 @@ type Config struct {
 	Checker   *drift.Checker
 	Targets   *cluster.Provider
 	Requester *syncrequest.Requester
-	// Contests remembers the fields another manager takes back after each
-	// self-heal (nil: none is tracked, self-heal never backs off).
-	Contests *contest.Tracker
+	// Contests are the settings of the memory of the fields another manager
+	// takes back after each self-heal. Each term of leadership has a memory
+	// of its own, seeded from the Releases' status.selfHeal.
+	Contests contest.Options
 	Recorder events.EventRecorder
 	Compiler *health.Compiler
 	Clock    clock.PassiveClock
@@ -152,7 +153,11 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	factory := convoyinformers.NewSharedInformerFactory(c.Convoy, c.Resync)
 	v1 := factory.Convoy().V1alpha1()
 	status := NewStatusWriter(c.Convoy.ConvoyV1alpha1(), c.Recorder, c.Clock)
-	driftLoop, err := NewDriftLoop(v1.Releases(), v1.ReleaseInventories(), c.Checker, status, c.Requester, c.Contests)
+	// A memory of this term only: one kept from an earlier term would miss
+	// what another leader wrote in between, and not be seeded again.
+	contests := contest.New(c.Contests)
+	defer contestedFields.Set(0)
+	driftLoop, err := NewDriftLoop(v1.Releases(), v1.ReleaseInventories(), c.Checker, status, c.Requester, contests)
 	if err != nil {
 		return err
 	}

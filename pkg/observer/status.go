@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,10 +22,10 @@ import (
 )
 
 // StatusWriter writes the observer's part of a Release status: the InSync
-// and Healthy conditions and healthSummary, with server-side apply and the
-// field manager convoy-observe. Both loops write through one StatusWriter:
-// an apply sets every field its manager owns, so each apply must carry the
-// whole observer part, not just the loop's own condition.
+// and Healthy conditions, healthSummary and selfHeal, with server-side apply
+// and the field manager convoy-observe. Both loops write through one
+// StatusWriter: an apply sets every field its manager owns, so each apply
+// must carry the whole observer part, not just the loop's own fields.
 type StatusWriter struct {
 	releases convoyclient.ReleasesGetter
 	recorder events.EventRecorder
@@ -39,6 +40,7 @@ type observedStatus struct {
 	mu            sync.Mutex
 	conditions    []metav1.Condition // InSync and Healthy
 	healthSummary *convoyv1alpha1.HealthSummary
+	selfHeal      *convoyv1alpha1.SelfHealStatus
 }
 
 // NewStatusWriter returns a StatusWriter that records an Event on the
@@ -61,6 +63,7 @@ func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
 			}
 		}
 		p.healthSummary = release.Status.HealthSummary.DeepCopy()
+		p.selfHeal = release.Status.SelfHeal.DeepCopy()
 		w.parts[release.UID] = p
 	}
 	return p
@@ -83,6 +86,32 @@ func (w *StatusWriter) Warn(release *convoyv1alpha1.Release, reason, action, not
 // nil, status.healthSummary. It writes only when something changed and
 // reports whether it wrote.
 func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, summary *convoyv1alpha1.HealthSummary) (bool, error) {
+	return w.set(ctx, release, cond, func(p *observedStatus) bool {
+		if summary == nil || (p.healthSummary != nil && *summary == *p.healthSummary) {
+			return false
+		}
+		p.healthSummary = summary.DeepCopy()
+		return true
+	})
+}
+
+// SetInSync sets the InSync condition of release, as SetCondition, and
+// status.selfHeal to selfHeal (nil: none), in one apply: the drift loop's
+// part. It writes only when something changed and reports whether it wrote.
+func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, selfHeal *convoyv1alpha1.SelfHealStatus) (bool, error) {
+	return w.set(ctx, release, cond, func(p *observedStatus) bool {
+		if apiequality.Semantic.DeepEqual(selfHeal, p.selfHeal) {
+			return false
+		}
+		p.selfHeal = selfHeal.DeepCopy()
+		return true
+	})
+}
+
+// set sets cond and what change changes of the observer's part (it reports
+// whether it changed something), and applies the whole part when something
+// changed.
+func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, change func(*observedStatus) bool) (bool, error) {
 	p := w.part(release)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -92,24 +121,21 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 	cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
 	old := meta.FindStatusCondition(p.conditions, cond.Type)
 	transition := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
-	next := make([]metav1.Condition, len(p.conditions))
-	copy(next, p.conditions)
-	changed := meta.SetStatusCondition(&next, cond)
-	nextSummary := p.healthSummary
-	if summary != nil && (p.healthSummary == nil || *summary != *p.healthSummary) {
-		nextSummary, changed = summary.DeepCopy(), true
-	}
+	next := observedStatus{conditions: make([]metav1.Condition, len(p.conditions)), healthSummary: p.healthSummary, selfHeal: p.selfHeal}
+	copy(next.conditions, p.conditions)
+	changed := meta.SetStatusCondition(&next.conditions, cond)
+	changed = change(&next) || changed
 	if !changed {
 		return false, nil
 	}
 
 	status := convoyapply.ReleaseStatus()
-	for _, c := range next {
+	for _, c := range next.conditions {
 		status.WithConditions(metav1apply.Condition().
 			WithType(c.Type).WithStatus(c.Status).WithReason(c.Reason).WithMessage(c.Message).
 			WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
 	}
-	if s := nextSummary; s != nil {
+	if s := next.healthSummary; s != nil {
 		summary := convoyapply.HealthSummary().
 			WithTotal(s.Total).WithHealthy(s.Healthy).WithProgressing(s.Progressing).
 			WithDegraded(s.Degraded).WithUnknown(s.Unknown)
@@ -121,13 +147,16 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 		}
 		status.WithHealthSummary(summary)
 	}
+	if s := next.selfHeal; s != nil {
+		status.WithSelfHeal(selfHealApply(s))
+	}
 	_, err := w.releases.Releases(release.Namespace).ApplyStatus(ctx,
 		convoyapply.Release(release.Name, release.Namespace).WithStatus(status),
 		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerObserver, Force: true})
 	if err != nil {
 		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
 	}
-	p.conditions, p.healthSummary = next, nextSummary
+	p.conditions, p.healthSummary, p.selfHeal = next.conditions, next.healthSummary, next.selfHeal
 	if transition {
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
@@ -139,4 +168,31 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
 		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)
 	return true, nil
+}
+
+// selfHealApply is s as an apply configuration: every field of s, so that
+// the apply leaves none of the observer's earlier ones.
+func selfHealApply(s *convoyv1alpha1.SelfHealStatus) *convoyapply.SelfHealStatusApplyConfiguration {
+	out := convoyapply.SelfHealStatus()
+	for _, f := range s.Contested {
+		field := convoyapply.ContestedField().WithKind(f.Kind).WithName(f.Name).WithPath(f.Path).
+			WithManager(f.Manager).WithHeals(f.Heals).WithSince(f.Since)
+		if f.Group != "" {
+			field.WithGroup(f.Group)
+		}
+		if f.Namespace != "" {
+			field.WithNamespace(f.Namespace)
+		}
+		if f.Subresource != "" {
+			field.WithSubresource(f.Subresource)
+		}
+		out.WithContested(field)
+	}
+	if s.Backoff != nil {
+		out.WithBackoff(*s.Backoff)
+	}
+	if s.NextRequestAt != nil {
+		out.WithNextRequestAt(*s.NextRequestAt)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,8 +21,9 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
 )
 
-func TestStatusWriterWritesOnlyChanges(t *testing.T) {
-	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+// countingWriter returns a StatusWriter on a fake client that holds
+// release, the count of its applies, and its clock.
+func countingWriter(release *convoyv1alpha1.Release, recorder events.EventRecorder) (*StatusWriter, *fake.Clientset, *int, *clocktesting.FakePassiveClock) {
 	client := fake.NewClientset(release)
 	applies := 0
 	client.PrependReactor("patch", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
@@ -29,8 +31,13 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	return NewStatusWriter(client.ConvoyV1alpha1(), recorder, clk), client, &applies, clk
+}
+
+func TestStatusWriterWritesOnlyChanges(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
 	recorder := events.NewFakeRecorder(10)
-	w := NewStatusWriter(client.ConvoyV1alpha1(), recorder, clk)
+	w, client, applies, clk := countingWriter(release, recorder)
 	ctx := context.Background()
 	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "all 2 objects are in sync"}
 
@@ -53,7 +60,7 @@ func TestStatusWriterWritesOnlyChanges(t *testing.T) {
 	wrote, err = w.SetCondition(ctx, release, inSync, nil)
 	require.NoError(t, err)
 	assert.True(t, wrote, "a new generation is written")
-	assert.Equal(t, 3, applies)
+	assert.Equal(t, 3, *applies)
 	// Events for the two transitions, not for the generation bump.
 	require.Len(t, recorder.Events, 2)
 	assert.Equal(t, "Normal InSync InSync is True (InSync): all 2 objects are in sync", <-recorder.Events)
@@ -108,4 +115,55 @@ func TestStatusWriterTruncatesMessages(t *testing.T) {
 	note := <-recorder.Events
 	assert.LessOrEqual(t, len(strings.TrimPrefix(note, "Warning Undetermined ")), 1024)
 	assert.True(t, utf8.ValidString(note))
+}
+
+// status.selfHeal is written with InSync, in the same apply, only when it
+// changes; the health loop's applies keep it, and a writer that starts
+// after a failover takes the one on the server as the truth.
+func TestStatusWriterSelfHeal(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+	w, client, applies, clk := countingWriter(release, events.NewFakeRecorder(10))
+	ctx := context.Background()
+	drifted := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "Drifted", Message: "web is Modified"}
+	selfHeal := &convoyv1alpha1.SelfHealStatus{
+		Contested: []convoyv1alpha1.ContestedField{{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web",
+			Path: "spec.replicas", Manager: "hpa", Subresource: "scale", Heals: 3, Since: metav1.NewTime(clk.Now())}},
+		Backoff:       &metav1.Duration{Duration: 2 * time.Minute},
+		NextRequestAt: &metav1.Time{Time: clk.Now().Add(2 * time.Minute)},
+	}
+	get := func() *convoyv1alpha1.Release {
+		got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+
+	wrote, err := w.SetInSync(ctx, release, drifted, nil)
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	wrote, err = w.SetInSync(ctx, release, drifted, selfHeal.DeepCopy())
+	require.NoError(t, err)
+	assert.True(t, wrote, "the same condition, a new selfHeal")
+	assert.True(t, apiequality.Semantic.DeepEqual(selfHeal, get().Status.SelfHeal), "%+v", get().Status.SelfHeal)
+	wrote, err = w.SetInSync(ctx, release, drifted, selfHeal.DeepCopy())
+	require.NoError(t, err)
+	assert.False(t, wrote, "nothing changed: no write")
+
+	healthy := metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy", Message: "1 of 1 healthy"}
+	_, err = w.SetCondition(ctx, release, healthy, &convoyv1alpha1.HealthSummary{Total: 1, Healthy: 1})
+	require.NoError(t, err)
+	assert.True(t, apiequality.Semantic.DeepEqual(selfHeal, get().Status.SelfHeal), "the health loop's apply carries selfHeal: %+v", get().Status.SelfHeal)
+	assert.Equal(t, 3, *applies)
+
+	// A new leader's writer starts from the status on the server.
+	after := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clk)
+	wrote, err = after.SetInSync(ctx, get(), drifted, selfHeal.DeepCopy())
+	require.NoError(t, err)
+	assert.False(t, wrote)
+
+	// The contest ends: the apply without selfHeal removes it.
+	wrote, err = after.SetInSync(ctx, get(), drifted, nil)
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Nil(t, get().Status.SelfHeal)
+	assert.NotNil(t, meta.FindStatusCondition(get().Status.Conditions, convoyv1alpha1.ConditionHealthy))
 }

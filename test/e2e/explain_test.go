@@ -18,7 +18,6 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/compare"
 )
 
 // ownersOf returns the owners of the change at path of the Deployment web.
@@ -132,7 +131,7 @@ func TestDriftExplained(t *testing.T) {
 	}))
 	eventually(t, "spec.replicas unowned", func(context.Context) error {
 		c := ownersOf(t, getDiff(t, ns, "web", ""), "spec.replicas")
-		if len(c.Owners) != 0 || c.Unattributed != compare.UnattributedUnowned {
+		if len(c.Owners) != 0 || c.Unattributed != subresourcesv1alpha1.UnattributedUnowned {
 			return fmt.Errorf("%+v", c)
 		}
 		return nil
@@ -154,58 +153,7 @@ func TestDriftExplained(t *testing.T) {
 // requests back off instead of one per pass; when the controller stops, the
 // Release heals once more and the contest ends.
 func TestDriftContested(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ns := newNamespace(t)
-	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
-	standIn := newStandIn(t)
-	standIn.apply(ns, "web")
-	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
-
-	// The stand-in heals on each sync request; requests are counted.
-	var requests atomic.Int32
-	var healing sync.WaitGroup
-	healing.Go(func() {
-		last := ""
-		for ctx.Err() == nil {
-			r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
-			if err == nil && r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] != last {
-				last = r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
-				requests.Add(1)
-				if rendered, err := standIn.applier.Render(ctx, r); err != nil {
-					t.Logf("stand-in render: %v", err)
-				} else if err := standIn.applier.ApplyAll(ctx, r, rendered); err != nil {
-					t.Logf("stand-in apply: %v", err)
-				}
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	// Stop the goroutines before the test ends, whatever the way out.
-	defer func() {
-		cancel()
-		healing.Wait()
-	}()
-	// The contender scales web to 5 through /scale whenever it is not.
-	contendCtx, stopContending := context.WithCancel(ctx)
-	deployments := kubeClient(t).AppsV1().Deployments(ns)
-	var contending sync.WaitGroup
-	defer func() {
-		stopContending()
-		contending.Wait()
-	}()
-	contending.Go(func() {
-		for contendCtx.Err() == nil {
-			s, err := deployments.GetScale(contendCtx, "web", metav1.GetOptions{})
-			if err == nil && s.Spec.Replicas != 5 {
-				s.Spec.Replicas = 5
-				if _, err := deployments.UpdateScale(contendCtx, "web", s, metav1.UpdateOptions{FieldManager: "contender"}); err != nil {
-					t.Logf("contender: %v", err)
-				}
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
+	ns, requests, stopContending := contestedRelease(t)
 
 	var contested subresourcesv1alpha1.ContestedField
 	eventually(t, "spec.replicas contested by contender", func(context.Context) error {
@@ -253,7 +201,6 @@ func TestDriftContested(t *testing.T) {
 	// The contender stops: the next self-heal holds, the contest ends once
 	// the field stayed healed for the window (30s in the e2e suite).
 	stopContending()
-	contending.Wait()
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 	eventually(t, "the contest ends", func(context.Context) error {
 		if c := objectDiff(t, getDiff(t, ns, "web", ""), "Deployment", "web").Contested; len(c) > 0 {
@@ -261,4 +208,78 @@ func TestDriftContested(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// contestedRelease makes the automatic Release web of a new namespace, in
+// sync, whose Deployment web a contender scales to 5 through /scale whenever
+// the stand-in heals it (at each sync request). It returns the namespace, the
+// count of the sync requests and what stops the contender.
+func contestedRelease(t *testing.T) (namespace string, requests *atomic.Int32, stopContending func()) {
+	t.Helper()
+	namespace = newNamespace(t)
+	newDriftRelease(t, namespace, "web", webManifests("blue", "1.0"), automatic)
+	standIn := newStandIn(t)
+	standIn.apply(namespace, "web")
+	waitInSync(t, namespace, "web", metav1.ConditionTrue, "InSync")
+	requests = startSelfHealer(t, standIn, namespace, "web")
+	return namespace, requests, startContender(t, namespace, "web")
+}
+
+// startSelfHealer makes the stand-in heal the Release namespace/name at each
+// of its sync requests (a new convoy.kumodo.io/sync-requested-at), until the
+// test ends, and returns the count of the requests it saw.
+func startSelfHealer(t *testing.T, standIn *controllerStandIn, namespace, name string) *atomic.Int32 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var requests atomic.Int32
+	var healing sync.WaitGroup
+	healing.Go(func() {
+		last := ""
+		for ctx.Err() == nil {
+			r, err := convoyClient(t).ConvoyV1alpha1().Releases(namespace).Get(ctx, name, metav1.GetOptions{})
+			if err == nil && r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] != last {
+				last = r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
+				requests.Add(1)
+				if rendered, err := standIn.applier.Render(ctx, r); err != nil {
+					t.Logf("stand-in render: %v", err)
+				} else if err := standIn.applier.ApplyAll(ctx, r, rendered); err != nil {
+					t.Logf("stand-in apply: %v", err)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	t.Cleanup(func() {
+		cancel()
+		healing.Wait()
+	})
+	return &requests
+}
+
+// startContender scales the Deployment name of namespace to 5 through
+// /scale, as the field manager "contender", whenever it is not, until the
+// returned func is called or the test ends.
+func startContender(t *testing.T, namespace, name string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	deployments := kubeClient(t).AppsV1().Deployments(namespace)
+	var contending sync.WaitGroup
+	contending.Go(func() {
+		for ctx.Err() == nil {
+			s, err := deployments.GetScale(ctx, name, metav1.GetOptions{})
+			if err == nil && s.Spec.Replicas != 5 {
+				s.Spec.Replicas = 5
+				if _, err := deployments.UpdateScale(ctx, name, s, metav1.UpdateOptions{FieldManager: "contender"}); err != nil && ctx.Err() == nil {
+					t.Logf("contender: %v", err)
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	stop = func() {
+		cancel()
+		contending.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,9 +15,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/controlplane"
 )
 
@@ -52,19 +56,59 @@ func isLeading(t *testing.T, p *controlplane.ConvoyProcess) bool {
 	return metric(t, p, "convoy_observer_leader") == "1"
 }
 
-func TestHAOneReplicaRunsTheLoops(t *testing.T) {
-	ctx := context.Background()
-	first := env.cp.ConvoyAPIServer()
-	second, err := env.cp.StartConvoyAPIServer(ctx)
+// startSecondReplica starts a second convoy-apiserver beside the one the
+// APIService points at, and returns both; the one the APIService points at
+// at the end of the test keeps serving the tests after it, the other stops.
+func startSecondReplica(t *testing.T) (first, second *controlplane.ConvoyProcess) {
+	t.Helper()
+	first = env.cp.ConvoyAPIServer()
+	second, err := env.cp.StartConvoyAPIServer(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		// The replica the APIService points at serves the tests after this one.
 		for _, p := range []*controlplane.ConvoyProcess{first, second} {
 			if p != env.cp.ConvoyAPIServer() {
 				_ = p.Stop()
 			}
 		}
 	})
+	return first, second
+}
+
+// leaderOf waits until exactly one of a and b leads, and returns it first.
+func leaderOf(t *testing.T, a, b *controlplane.ConvoyProcess) (leader, follower *controlplane.ConvoyProcess) {
+	t.Helper()
+	eventually(t, "one leader", func(context.Context) error {
+		switch la, lb := isLeading(t, a), isLeading(t, b); {
+		case la && !lb:
+			leader, follower = a, b
+		case lb && !la:
+			leader, follower = b, a
+		default:
+			return fmt.Errorf("leading: %v, %v", la, lb)
+		}
+		return nil
+	})
+	return leader, follower
+}
+
+// failOver stops the leader and waits until the follower leads; the
+// APIService points at the follower if it pointed at the leader.
+func failOver(t *testing.T, leader, follower *controlplane.ConvoyProcess) {
+	t.Helper()
+	require.NoError(t, leader.Stop())
+	if env.cp.ConvoyAPIServer() == leader {
+		require.NoError(t, env.cp.RegisterAPIService(context.Background(), follower))
+	}
+	eventually(t, "the follower takes over", func(context.Context) error {
+		if !isLeading(t, follower) {
+			return fmt.Errorf("not leading yet")
+		}
+		return nil
+	})
+}
+
+func TestHAOneReplicaRunsTheLoops(t *testing.T) {
+	first, second := startSecondReplica(t)
 
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
@@ -79,19 +123,7 @@ func TestHAOneReplicaRunsTheLoops(t *testing.T) {
 	}
 
 	// Exactly one leads, and only it runs passes.
-	var leader, follower *controlplane.ConvoyProcess
-	eventually(t, "one leader", func(context.Context) error {
-		a, b := isLeading(t, first), isLeading(t, second)
-		switch {
-		case a && !b:
-			leader, follower = first, second
-		case b && !a:
-			leader, follower = second, first
-		default:
-			return fmt.Errorf("leading: first %v, second %v", a, b)
-		}
-		return nil
-	})
+	leader, follower := leaderOf(t, first, second)
 	passes := func(p *controlplane.ConvoyProcess) bool {
 		_, body := replicaGet(t, p, "/metrics")
 		return strings.Contains(body, "convoy_observer_pass_results_total{")
@@ -112,18 +144,79 @@ func TestHAOneReplicaRunsTheLoops(t *testing.T) {
 
 	// The leader goes away: the other takes over within the lease duration
 	// (6s in the harness), and conditions keep being written.
-	require.NoError(t, leader.Stop())
-	if env.cp.ConvoyAPIServer() == leader {
-		require.NoError(t, env.cp.RegisterAPIService(ctx, follower))
-	}
-	eventually(t, "the follower takes over", func(context.Context) error {
-		if !isLeading(t, follower) {
-			return fmt.Errorf("not leading yet")
-		}
-		return nil
-	})
+	failOver(t, leader, follower)
 	newDriftRelease(t, ns, "after", webManifests("green", "1.0"))
 	newStandIn(t).apply(ns, "after")
 	waitInSync(t, ns, "after", metav1.ConditionTrue, "InSync")
 	waitHealthy(t, ns, "after", metav1.ConditionTrue, "NotConfigured")
+}
+
+// contestedOn returns the contested fields of the Deployment web in the
+// /diff of the Release namespace/web that the replica p serves.
+func contestedOn(t *testing.T, p *controlplane.ConvoyProcess, namespace string) []subresourcesv1alpha1.ContestedField {
+	t.Helper()
+	code, body := replicaGet(t, p, diffPath(namespace, "web"))
+	require.Equal(t, http.StatusOK, code, body)
+	var d subresourcesv1alpha1.ReleaseDiff
+	require.NoError(t, json.Unmarshal([]byte(body), &d), body)
+	return objectDiff(t, d, "Deployment", "web").Contested
+}
+
+// A contested field is in the Release's status.selfHeal: /diff from each
+// replica lists the same, and after a failover the new leader keeps backing
+// off (the e2e suite's --contest-max-backoff, 16s) instead of healing at each
+// pass and counting the take-backs again.
+func TestHAContestSurvivesFailover(t *testing.T) {
+	first, second := startSecondReplica(t)
+	ns, requests, _ := contestedRelease(t)
+
+	// Passes every 2s: contested after 3 heals, then requests 4s, 8s and
+	// 16s apart.
+	var before *convoyv1alpha1.SelfHealStatus
+	eventually(t, "status.selfHeal at --contest-max-backoff", func(ctx context.Context) error {
+		r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s := r.Status.SelfHeal
+		if s == nil || len(s.Contested) != 1 || s.Backoff == nil || s.Backoff.Duration != 16*time.Second || s.NextRequestAt == nil {
+			return fmt.Errorf("selfHeal %+v", s)
+		}
+		before = s
+		return nil
+	})
+	c := before.Contested[0]
+	assert.Equal(t, []string{"apps", "Deployment", ns, "web", "spec.replicas", "contender", "scale"},
+		[]string{c.Group, c.Kind, c.Namespace, c.Name, c.Path, c.Manager, c.Subresource})
+
+	// Both replicas answer the same: the leader's status, not a memory.
+	eventually(t, "the same contested fields from each replica", func(context.Context) error {
+		a, b := contestedOn(t, first, ns), contestedOn(t, second, ns)
+		if len(a) != 1 || a[0].Manager != "contender" || !apiequality.Semantic.DeepEqual(a, b) {
+			return fmt.Errorf("first %+v, second %+v", a, b)
+		}
+		return nil
+	})
+
+	leader, follower := leaderOf(t, first, second)
+	failOver(t, leader, follower)
+	passes := countPassesOn(t, follower, driftPass, ns, "web")
+	base := requests.Load()
+	time.Sleep(20 * time.Second)
+	during := requests.Load() - base
+	t.Logf("%d sync requests in the 20s after the failover, against %d passes", during, passes.since(t))
+	passes.requireAtLeast(t, 6)
+	// Without the status, the new leader would heal at each pass until it
+	// counted 3 take-backs, then back off from 4s: 5 requests or more.
+	assert.LessOrEqual(t, during, int32(2), "the new leader keeps backing off")
+
+	r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(context.Background(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	after := r.Status.SelfHeal
+	require.NotNil(t, after)
+	require.Len(t, after.Contested, 1)
+	assert.True(t, before.Contested[0].Since.Equal(&after.Contested[0].Since), "the same contest, not found again: since %v, then %v",
+		before.Contested[0].Since, after.Contested[0].Since)
+	assert.Equal(t, 16*time.Second, after.Backoff.Duration)
+	assert.Len(t, contestedOn(t, follower, ns), 1)
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/controlplane"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 )
 
@@ -236,7 +237,13 @@ type passCounter struct {
 // over the Release namespace/name.
 func countPasses(t *testing.T, loop, namespace, name string) *passCounter {
 	t.Helper()
-	path := env.cp.ConvoyAPIServer().LogFile()
+	return countPassesOn(t, env.cp.ConvoyAPIServer(), loop, namespace, name)
+}
+
+// countPassesOn counts the passes the replica p logs, as countPasses.
+func countPassesOn(t *testing.T, p *controlplane.ConvoyProcess, loop, namespace, name string) *passCounter {
+	t.Helper()
+	path := p.LogFile()
 	info, err := os.Stat(path)
 	require.NoError(t, err)
 	return &passCounter{

@@ -379,6 +379,90 @@ type ReleaseStatus struct {
 	// healthSummary counts the inventory entries in each health state.
 	// +optional
 	HealthSummary *HealthSummary `json:"healthSummary,omitempty"`
+
+	// selfHeal is what the observer's drift loop knows of the fights of
+	// self-heal: the contested fields and the backoff of its self-heal
+	// requests. Written by the leader's drift pass (field manager
+	// convoy-observe) when it changes; every replica's /diff reads it, and
+	// a new leader goes on from it. Absent when no field is contested.
+	// +optional
+	SelfHeal *SelfHealStatus `json:"selfHeal,omitempty"`
+}
+
+// Bounds of SelfHealStatus, enforced by the observer when it writes and by
+// the CRD's schema.
+const (
+	// MaxContestedFields is the most contested fields status.selfHeal
+	// lists; the ones contested longest come first.
+	MaxContestedFields = 32
+	// MaxContestedPath is the longest path of a contested field; a longer
+	// one is cut.
+	MaxContestedPath = 512
+	// MaxFieldManager is the longest field manager the API server records.
+	MaxFieldManager = 128
+)
+
+// SelfHealStatus is the observer's memory of self-heal: what a new leader
+// needs to keep backing off, and what /diff shows on every replica. It
+// holds no value of any field, only names and times.
+type SelfHealStatus struct {
+	// contested are the fields another manager took back after each
+	// self-heal (see ContestedField), at most 32: the ones contested
+	// longest first.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Contested []ContestedField `json:"contested,omitempty"`
+	// backoff is the time between two self-heal requests while every
+	// drifted field is contested: it doubles from twice the interval up to
+	// --contest-max-backoff.
+	// +optional
+	Backoff *metav1.Duration `json:"backoff,omitempty"`
+	// nextRequestAt is the earliest time of the next self-heal request
+	// while every drifted field is contested.
+	// +optional
+	NextRequestAt *metav1.Time `json:"nextRequestAt,omitempty"`
+}
+
+// ContestedField is a field of an object of the Release that the same
+// manager (name and subresource) took back after each self-heal, at least
+// --contest-heals times within --contest-window: a fight self-heal cannot
+// win. Remove the field from the render, or let that manager own it.
+type ContestedField struct {
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Group string `json:"group,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	Kind string `json:"kind"`
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// path of the field, as /diff names it
+	// (spec.template.spec.containers[name=app].image); cut past 512
+	// characters.
+	// +kubebuilder:validation:MaxLength=512
+	Path string `json:"path"`
+	// manager that takes the field back.
+	// +kubebuilder:validation:MaxLength=128
+	Manager string `json:"manager"`
+	// subresource the manager writes through (scale, status), empty for
+	// the object itself.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Subresource string `json:"subresource,omitempty"`
+	// heals is how many times the manager took the field back after a
+	// self-heal, within the window.
+	// +kubebuilder:validation:Minimum=0
+	Heals int32 `json:"heals"`
+	// since is when the field was found contested.
+	Since metav1.Time `json:"since"`
+}
+
+// Object is the key of the object the field belongs to.
+func (f ContestedField) Object() ObjectKey {
+	return ObjectKey{Group: f.Group, Kind: f.Kind, Namespace: f.Namespace, Name: f.Name}
 }
 
 // RenderRecord names a render and when it happened.

@@ -52,6 +52,11 @@ func (in ConfigMapSource) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ContestedField) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ContestedField"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GlobalHealthRuleSet) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet"
 }
@@ -224,6 +229,11 @@ func (in RolloutStatus) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in SecretKeyReference) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SecretKeyReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SelfHealStatus) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SelfHealStatus"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

@@ -150,8 +150,9 @@ type ObjectDiff struct {
 	// +optional
 	AppliedAt *metav1.Time `json:"appliedAt,omitempty"`
 	// contested are the fields of the object that another manager took
-	// back after self-heal, again and again (see ContestedField); known to
-	// the replica that runs the drift loop only.
+	// back after self-heal, again and again (see ContestedField), as the
+	// leader's last drift pass wrote them in the Release's
+	// status.selfHeal: every replica answers the same.
 	// +optional
 	// +listType=atomic
 	Contested []ContestedField `json:"contested,omitempty"`
@@ -190,8 +191,31 @@ type FieldChange struct {
 	Owners []FieldOwner `json:"owners,omitempty"`
 	// unattributed says why the change has no owner, when it has none.
 	// +optional
-	Unattributed string `json:"unattributed,omitempty"`
+	Unattributed Unattributed `json:"unattributed,omitempty"`
 }
+
+// Unattributed is why a changed field has no owner (FieldChange.owners is
+// empty).
+// +enum
+type Unattributed string
+
+// Reasons a change has no owner.
+const (
+	// UnattributedNoManager: no manager but convoy's own owns the field.
+	// Either the render changed since convoy applied it (the live value is
+	// convoy's own), or an admission webhook or a client that records no
+	// managedFields changed it; managedFields holds no values, so which
+	// one cannot be told.
+	UnattributedNoManager Unattributed = "NoManager"
+	// UnattributedUnowned: no manager at all owns the field: a client that
+	// records no managedFields (or reset them), or an admission webhook,
+	// changed it.
+	UnattributedUnowned Unattributed = "Unowned"
+	// UnattributedRemoved: the field is gone from the live object (the
+	// desired object has it); managedFields does not record who removes a
+	// field.
+	UnattributedRemoved Unattributed = "Removed"
+)
 
 // FieldOwner is a manager of the live object's managedFields that owns a
 // changed field.

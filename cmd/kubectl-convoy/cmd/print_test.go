@@ -197,7 +197,7 @@ InSync     ConfigMap         shop/settings
 					Owners: []subresourcesv1alpha1.FieldOwner{{Manager: "kubectl", Operation: "Update", Subresource: "scale"}}},
 				{Path: "spec.template.spec.containers[name=app].image", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw(`"web:1"`), Live: raw(`"evil:1"`),
 					Owners: []subresourcesv1alpha1.FieldOwner{{Manager: "intruder", Operation: "Apply", Time: &changedAt}}},
-				{Path: "spec.paused", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("false"), Live: raw("true"), Unattributed: "no manager recorded it"},
+				{Path: "spec.paused", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("false"), Live: raw("true"), Unattributed: subresourcesv1alpha1.UnattributedUnowned},
 			},
 		}}}),
 		want: `
@@ -212,7 +212,7 @@ Modified   Deployment.apps   shop/web
 @@ spec.template.spec.containers[name=app].image @@ changed by intruder 40s ago
 -evil:1
 +web:1
-@@ spec.paused @@ no manager recorded it
+@@ spec.paused @@ no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it
 -true
 +false
 `,
@@ -304,6 +304,20 @@ Modified   ConfigMap   shop/settings
 			require.NoError(t, printDiff(&out, &tt.diff, tt.colored, time.Date(2026, 12, 1, 10, 0, 40, 0, time.UTC)))
 			assert.Equal(t, strings.TrimPrefix(tt.want, "\n"), out.String())
 		})
+	}
+}
+
+// Each reason a change has no owner reads as a sentence.
+func TestUnattributed(t *testing.T) {
+	tests := map[subresourcesv1alpha1.Unattributed]string{
+		subresourcesv1alpha1.UnattributedNoManager: "no manager but convoy's owns it: the render changed since it was applied, or an admission webhook or a client that records no managedFields changed it",
+		subresourcesv1alpha1.UnattributedUnowned:   "no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it",
+		subresourcesv1alpha1.UnattributedRemoved:   "removed from the live object: managedFields does not record who removes a field",
+		"":                                         "",
+		"Sideways":                                 "no manager recorded it (Sideways)",
+	}
+	for u, want := range tests {
+		assert.Equal(t, want, unattributed(u), "%q", u)
 	}
 }
 

@@ -40,6 +40,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.ClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ConfigMapSource"):
 		return &convoyv1alpha1.ConfigMapSourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ContestedField"):
+		return &convoyv1alpha1.ContestedFieldApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GlobalHealthRuleSet"):
 		return &convoyv1alpha1.GlobalHealthRuleSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HealthAssessment"):
@@ -102,6 +104,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.RolloutStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyReference"):
 		return &convoyv1alpha1.SecretKeyReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("SelfHealStatus"):
+		return &convoyv1alpha1.SelfHealStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SyncPolicy"):
 		return &convoyv1alpha1.SyncPolicyApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ValuesReference"):

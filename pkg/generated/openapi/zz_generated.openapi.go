@@ -40,6 +40,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterReference{}.OpenAPIModelName():                 schema_convoy_apiserver_apis_convoy_v1alpha1_ClusterReference(ref),
 		v1alpha1.ClusterSpec{}.OpenAPIModelName():                      schema_convoy_apiserver_apis_convoy_v1alpha1_ClusterSpec(ref),
 		v1alpha1.ConfigMapSource{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ConfigMapSource(ref),
+		v1alpha1.ContestedField{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_ContestedField(ref),
 		v1alpha1.GlobalHealthRuleSet{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_GlobalHealthRuleSet(ref),
 		v1alpha1.GlobalHealthRuleSetList{}.OpenAPIModelName():          schema_convoy_apiserver_apis_convoy_v1alpha1_GlobalHealthRuleSetList(ref),
 		v1alpha1.HealthAssessment{}.OpenAPIModelName():                 schema_convoy_apiserver_apis_convoy_v1alpha1_HealthAssessment(ref),
@@ -75,6 +76,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.RenderRecord{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_RenderRecord(ref),
 		v1alpha1.RolloutStatus{}.OpenAPIModelName():                    schema_convoy_apiserver_apis_convoy_v1alpha1_RolloutStatus(ref),
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():               schema_convoy_apiserver_apis_convoy_v1alpha1_SecretKeyReference(ref),
+		v1alpha1.SelfHealStatus{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_SelfHealStatus(ref),
 		v1alpha1.SyncPolicy{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_SyncPolicy(ref),
 		v1alpha1.ValuesReference{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref),
 		subresourcesv1alpha1.ContestedField{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ContestedField(ref),
@@ -310,6 +312,85 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ConfigMapSource(ref common.Ref
 				Required: []string{"name"},
 			},
 		},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_ContestedField(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ContestedField is a field of an object of the Release that the same manager (name and subresource) took back after each self-heal, at least --contest-heals times within --contest-window: a fight self-heal cannot win. Remove the field from the render, or let that manager own it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"group": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"string"},
+							Format: "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Default: "",
+							Type:    []string{"string"},
+							Format:  "",
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path of the field, as /diff names it (spec.template.spec.containers[name=app].image); cut past 512 characters.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"manager": {
+						SchemaProps: spec.SchemaProps{
+							Description: "manager that takes the field back.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subresource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "subresource the manager writes through (scale, status), empty for the object itself.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"heals": {
+						SchemaProps: spec.SchemaProps{
+							Description: "heals is how many times the manager took the field back after a self-heal, within the window.",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"since": {
+						SchemaProps: spec.SchemaProps{
+							Description: "since is when the field was found contested.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"kind", "name", "path", "manager", "heals", "since"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -1825,11 +1906,17 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseStatus(ref common.Refer
 							Ref:         ref(v1alpha1.HealthSummary{}.OpenAPIModelName()),
 						},
 					},
+					"selfHeal": {
+						SchemaProps: spec.SchemaProps{
+							Description: "selfHeal is what the observer's drift loop knows of the fights of self-heal: the contested fields and the backoff of its self-heal requests. Written by the leader's drift pass (field manager convoy-observe) when it changes; every replica's /diff reads it, and a new leader goes on from it. Absent when no field is contested.",
+							Ref:         ref(v1alpha1.SelfHealStatus{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.HealthSummary{}.OpenAPIModelName(), v1alpha1.RenderRecord{}.OpenAPIModelName(), v1alpha1.RolloutStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.HealthSummary{}.OpenAPIModelName(), v1alpha1.RenderRecord{}.OpenAPIModelName(), v1alpha1.RolloutStatus{}.OpenAPIModelName(), v1alpha1.SelfHealStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -1913,6 +2000,51 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_SecretKeyReference(ref common.
 				Required: []string{"name"},
 			},
 		},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_SelfHealStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SelfHealStatus is the observer's memory of self-heal: what a new leader needs to keep backing off, and what /diff shows on every replica. It holds no value of any field, only names and times.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"contested": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "contested are the fields another manager took back after each self-heal (see ContestedField), at most 32: the ones contested longest first.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ContestedField{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"backoff": {
+						SchemaProps: spec.SchemaProps{
+							Description: "backoff is the time between two self-heal requests while every drifted field is contested: it doubles from twice the interval up to --contest-max-backoff.",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"nextRequestAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "nextRequestAt is the earliest time of the next self-heal request while every drifted field is contested.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ContestedField{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
 	}
 }
 
@@ -2235,9 +2367,10 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_FieldChange(ref common.R
 					},
 					"unattributed": {
 						SchemaProps: spec.SchemaProps{
-							Description: "unattributed says why the change has no owner, when it has none.",
+							Description: "unattributed says why the change has no owner, when it has none.\n\nPossible enum values:\n - `\"NoManager\"` : no manager but convoy's own owns the field. Either the render changed since convoy applied it (the live value is convoy's own), or an admission webhook or a client that records no managedFields changed it; managedFields holds no values, so which one cannot be told.\n - `\"Removed\"` : the field is gone from the live object (the desired object has it); managedFields does not record who removes a field.\n - `\"Unowned\"` : no manager at all owns the field: a client that records no managedFields (or reset them), or an admission webhook, changed it.",
 							Type:        []string{"string"},
 							Format:      "",
+							Enum:        []interface{}{"NoManager", "Removed", "Unowned"},
 						},
 					},
 				},
@@ -2391,7 +2524,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ObjectDiff(ref common.Re
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "contested are the fields of the object that another manager took back after self-heal, again and again (see ContestedField); known to the replica that runs the drift loop only.",
+							Description: "contested are the fields of the object that another manager took back after self-heal, again and again (see ContestedField), as the leader's last drift pass wrote them in the Release's status.selfHeal: every replica answers the same.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 )
@@ -19,11 +18,13 @@ import (
 // asked for with ?render= that is not stored is an error (404).
 //
 // It also lists the extraObjects: the ReleaseInventory's entries that the
-// render does not contain and that still exist (drift.Report.ExtraObjects).
+// render does not contain and that still exist (drift.Report.ExtraObjects),
+// and each object's contested fields from the Release's status.selfHeal (the
+// report has them): every replica answers the same, whichever runs the
+// drift loop.
 type DiffREST struct {
 	releases convoyclient.ReleasesGetter
 	checker  *drift.Checker
-	contests *contest.Tracker
 	rest.TableConvertor
 }
 
@@ -33,8 +34,8 @@ var (
 )
 
 // NewDiffREST returns the storage of releases/diff.
-func NewDiffREST(releases convoyclient.ReleasesGetter, checker *drift.Checker, contests *contest.Tracker) *DiffREST {
-	return &DiffREST{releases: releases, checker: checker, contests: contests, TableConvertor: diffTable}
+func NewDiffREST(releases convoyclient.ReleasesGetter, checker *drift.Checker) *DiffREST {
+	return &DiffREST{releases: releases, checker: checker, TableConvertor: diffTable}
 }
 
 // New implements rest.Storage.
@@ -72,15 +73,6 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 	}
 	if report.Desired != nil {
 		diff.RenderRef, diff.RenderSource, diff.ResolvedSource = report.Desired.Ref, report.Desired.Source, report.Desired.Resolved
-	}
-	if r.contests != nil {
-		for _, f := range r.contests.Contested(release.UID) {
-			for i := range diff.Objects {
-				if o := &diff.Objects[i]; o.Group == f.Object.Group && o.Kind == f.Object.Kind && o.Namespace == f.Object.Namespace && o.Name == f.Object.Name {
-					o.Contested = append(o.Contested, f.ContestedField)
-				}
-			}
-		}
 	}
 	return diff, nil
 }

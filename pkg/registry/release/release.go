@@ -18,7 +18,6 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
@@ -33,9 +32,6 @@ type Engines struct {
 	Checker     *drift.Checker
 	Redactor    *redact.Redactor
 	Requester   *syncrequest.Requester
-	// Contests are the contested fields the drift loop found, when this
-	// replica runs it.
-	Contests *contest.Tracker
 }
 
 // Storage is the REST storage of the group's only version, keyed by resource
@@ -43,7 +39,7 @@ type Engines struct {
 func Storage(e Engines) map[string]rest.Storage {
 	return map[string]rest.Storage{
 		"releases":         &REST{},
-		"releases/diff":    NewDiffREST(e.Releases, e.Checker, e.Contests),
+		"releases/diff":    NewDiffREST(e.Releases, e.Checker),
 		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
 		"releases/preview": NewPreviewREST(e.Releases, e.Checker, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),

@@ -89,6 +89,41 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ContestedField
+  map:
+    fields:
+    - name: group
+      type:
+        scalar: string
+    - name: heals
+      type:
+        scalar: numeric
+      default: 0
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: manager
+      type:
+        scalar: string
+      default: ""
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: namespace
+      type:
+        scalar: string
+    - name: path
+      type:
+        scalar: string
+      default: ""
+    - name: since
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: subresource
+      type:
+        scalar: string
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet
   map:
     fields:
@@ -590,6 +625,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: rollout
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RolloutStatus
+    - name: selfHeal
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SelfHealStatus
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
   map:
     fields:
@@ -620,6 +658,21 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SelfHealStatus
+  map:
+    fields:
+    - name: backoff
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: contested
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ContestedField
+          elementRelationship: atomic
+    - name: nextRequestAt
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.SyncPolicy
   map:
     fields:

@@ -40,6 +40,12 @@ type ReleaseStatusApplyConfiguration struct {
 	Rollout *RolloutStatusApplyConfiguration `json:"rollout,omitempty"`
 	// healthSummary counts the inventory entries in each health state.
 	HealthSummary *HealthSummaryApplyConfiguration `json:"healthSummary,omitempty"`
+	// selfHeal is what the observer's drift loop knows of the fights of
+	// self-heal: the contested fields and the backoff of its self-heal
+	// requests. Written by the leader's drift pass (field manager
+	// convoy-observe) when it changes; every replica's /diff reads it, and
+	// a new leader goes on from it. Absent when no field is contested.
+	SelfHeal *SelfHealStatusApplyConfiguration `json:"selfHeal,omitempty"`
 }
 
 // ReleaseStatusApplyConfiguration constructs a declarative configuration of the ReleaseStatus type for use with
@@ -106,5 +112,13 @@ func (b *ReleaseStatusApplyConfiguration) WithRollout(value *RolloutStatusApplyC
 // If called multiple times, the HealthSummary field is set to the value of the last call.
 func (b *ReleaseStatusApplyConfiguration) WithHealthSummary(value *HealthSummaryApplyConfiguration) *ReleaseStatusApplyConfiguration {
 	b.HealthSummary = value
+	return b
+}
+
+// WithSelfHeal sets the SelfHeal field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the SelfHeal field is set to the value of the last call.
+func (b *ReleaseStatusApplyConfiguration) WithSelfHeal(value *SelfHealStatusApplyConfiguration) *ReleaseStatusApplyConfiguration {
+	b.SelfHeal = value
 	return b
 }
