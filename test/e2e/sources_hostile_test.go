@@ -44,7 +44,7 @@ func TestSourcesSparseFiles(t *testing.T) {
 		"the bundle inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file big.yaml claims 1073741824 bytes")
 	assertUndetermined(t, ns, "sparse-chart", source.ReasonArtifactTooLarge,
 		"the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file web/templates/big.yaml claims 1073741824 bytes")
-	assertUndetermined(t, ns, "small-sparse", source.ReasonArtifactUnsupported, "file small.yaml of the bundle is a sparse file, which is not supported")
+	assertSourceUndetermined(t, ns, "small-sparse", source.ReasonArtifactUnsupported, "file small.yaml of the bundle is a sparse file, which is not supported")
 	assertUndetermined(t, ns, "nul", "RenderFailed", "ManifestInvalid", "a.yaml: a NUL byte at offset 0: the file is not text")
 	after := peakMemory(t)
 	t.Logf("peak memory of convoy-apiserver: %d MiB before, %d MiB after", before>>20, after>>20)

@@ -112,7 +112,7 @@ func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
 			if tc.message != "" {
 				inMessage = append(inMessage, tc.message)
 			}
-			assertUndetermined(t, attacker, tc.name, tc.reason, inMessage...)
+			assertSourceUndetermined(t, attacker, tc.name, tc.reason, inMessage...)
 			p := kubectl(t, "", "", "get", "--raw", previewPath(attacker, tc.name))
 			require.Error(t, p.err, "/preview fails: %s", p.stdout)
 			places := map[string]string{

@@ -211,7 +211,7 @@ func TestSourcesBundleAndHelmRepository(t *testing.T) {
 	repo.files["web-1.2.0.tgz"] = []byte("not the chart of the index")
 	newSourceRelease(t, ns, "tampered", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
 		URL: repo.URL, Chart: "web", Version: "1.2.0"}})
-	assertUndetermined(t, ns, "tampered", source.ReasonDigestMismatch, "not the digest of the index")
+	assertSourceUndetermined(t, ns, "tampered", source.ReasonDigestMismatch, "not the digest of the index")
 }
 
 // A private registry: its Secret works; an identity that may not read the
@@ -333,7 +333,7 @@ func TestSourcesBadInput(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newSourceRelease(t, ns, tc.name, tc.src)
-			assertUndetermined(t, ns, tc.name, tc.reason, tc.message)
+			assertSourceUndetermined(t, ns, tc.name, tc.reason, tc.message)
 		})
 	}
 	for _, r := range good.Requests() {

@@ -16,6 +16,8 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/drift"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // assertUndetermined waits for InSync Unknown/Undetermined naming reason, and
@@ -30,6 +32,21 @@ func assertUndetermined(t *testing.T, namespace, name, reason string, inMessage 
 	for _, m := range inMessage {
 		assert.Contains(t, cond.Message, m)
 		assert.Contains(t, d.Message, m)
+	}
+}
+
+// assertSourceUndetermined is assertUndetermined for a failure of a source
+// or the render whose reason is reason: by the class it is declared with
+// (pkg/failure), one that is not valid input or not found stands behind
+// RenderFailed, its reason first in the message; any other (a limit, a
+// refusal, something unavailable) is the result's reason itself.
+func assertSourceUndetermined(t *testing.T, namespace, name, reason string, inMessage ...string) {
+	t.Helper()
+	switch class := failure.ClassOf(reason); {
+	case reason != drift.ReasonRenderFailed && (class == failure.ClassInvalid || class == failure.ClassNotFound):
+		assertUndetermined(t, namespace, name, drift.ReasonRenderFailed, append([]string{reason + ": "}, inMessage...)...)
+	default:
+		assertUndetermined(t, namespace, name, reason, inMessage...)
 	}
 }
 
