@@ -63,13 +63,18 @@ func testRenderEngine() *render.Engine {
 
 // The failures found before the compare become Undetermined reports with a
 // reason, as the InSync condition shows them.
+// Reasons of each class that no package declares, to see a new reason
+// classified by its class alone (declared once per process: -count=N).
+var (
+	testInvalid   = failure.Declare(failure.Reason{Name: "TestOnlyDriftInvalid", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
+	testNotFound  = failure.Declare(failure.Reason{Name: "TestOnlyDriftNotFound", Class: failure.ClassNotFound, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
+	testOverLimit = failure.Declare(failure.Reason{Name: "TestOnlyDriftOverLimit", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
+)
+
 func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}}
 	forbidden := apierrors.NewForbidden(corev1.Resource("configmaps"), "web-manifests",
 		errors.New(`User "system:serviceaccount:shop:deployer" cannot get resource "configmaps"`))
-	testInvalid := failure.Declare(failure.Reason{Name: "TestOnlyDriftInvalid", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
-	testNotFound := failure.Declare(failure.Reason{Name: "TestOnlyDriftNotFound", Class: failure.ClassNotFound, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
-	testOverLimit := failure.Declare(failure.Reason{Name: "TestOnlyDriftOverLimit", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync}, Means: "m", Action: "a"})
 	cases := []struct {
 		name        string
 		inputErr    error

@@ -1,20 +1,27 @@
 package failure
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
+// declared counts the runs of TestDeclare: a reason is declared once per
+// process, and -count=N runs the test N times.
+var declared atomic.Int32
+
 func TestDeclare(t *testing.T) {
-	r := Reason{Name: "TestOnlyReason", Class: ClassOverLimit, Shows: []Where{InSync}, Refusal: true, Means: "m", Action: "a"}
-	assert.Equal(t, "TestOnlyReason", Declare(r))
-	got, ok := Lookup("TestOnlyReason")
+	name := fmt.Sprintf("TestOnlyReason%d", declared.Add(1))
+	r := Reason{Name: name, Class: ClassOverLimit, Shows: []Where{InSync}, Refusal: true, Means: "m", Action: "a"}
+	assert.Equal(t, name, Declare(r))
+	got, ok := Lookup(name)
 	require.True(t, ok)
 	assert.Equal(t, r, got)
-	assert.Equal(t, ClassOverLimit, ClassOf("TestOnlyReason"))
-	assert.True(t, IsRefusal("TestOnlyReason"))
+	assert.Equal(t, ClassOverLimit, ClassOf(name))
+	assert.True(t, IsRefusal(name))
 	assert.Equal(t, ClassInternal, ClassOf("NeverDeclared"), "an undeclared reason is a bug")
 	assert.False(t, IsRefusal("NeverDeclared"))
 	assert.Contains(t, Reasons(), got)

@@ -18,6 +18,19 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
+// testReasons are reasons of each class that no package declares, to see
+// a new reason mapped by its class alone (declared once per process:
+// -count=N).
+var testReasons = func() map[failure.Class]string {
+	out := map[failure.Class]string{}
+	for _, class := range []failure.Class{failure.ClassInvalid, failure.ClassNotFound, failure.ClassForbidden,
+		failure.ClassOverLimit, failure.ClassUnavailable, failure.ClassInternal} {
+		out[class] = failure.Declare(failure.Reason{Name: "TestOnly" + string(class), Class: class,
+			Shows: []failure.Where{failure.Response}, Means: "m", Action: "a"})
+	}
+	return out
+}()
+
 // The REST storage only maps the reason pkg/drift gave a failure to an HTTP
 // status.
 func TestStatusOf(t *testing.T) {
@@ -68,8 +81,7 @@ func TestStatusOf(t *testing.T) {
 		failure.ClassUnavailable: {http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable},
 		failure.ClassInternal:    {http.StatusInternalServerError, metav1.StatusReasonInternalError},
 	} {
-		name := "TestOnly" + string(class)
-		failure.Declare(failure.Reason{Name: name, Class: class, Shows: []failure.Where{failure.Response}, Means: "m", Action: "a"})
+		name := testReasons[class]
 		cases = append(cases, struct {
 			name        string
 			err         error
