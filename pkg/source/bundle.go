@@ -13,7 +13,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// maxBundleFiles bounds the files of a bundle of manifests.
+// maxBundleFiles bounds the files of a bundle.
 const maxBundleFiles = 10_000
 
 // checkChart reads a chart archive as a stream, keeping nothing, with the
@@ -36,18 +36,30 @@ func checkChart(where string, data []byte, limit int64) error {
 	return nil
 }
 
-// unbundle reads the .yaml, .yml and .json files of a tar+gzip bundle of
-// manifests, sorted by path; other files are skipped. It has the bounds of
-// walkArchive: what it inflates, and the files it keeps, at most limit
-// bytes.
+// unbundle reads the regular files of a tar+gzip bundle of files, sorted
+// by path (clean, relative); directories, links and other entries are
+// skipped. It has the bounds of walkArchive: what it inflates, and the
+// files it keeps, at most limit bytes; and at most maxBundleFiles files. An
+// entry whose name leaves the bundle's root (an absolute name, a ..
+// element) or names a file twice is ArtifactUnsupported: a render could
+// not tell which file the bundle means.
 func unbundle(where string, data []byte, limit int64) ([]File, error) {
 	var files []File
+	seen := map[string]bool{}
 	err := walkArchive(where, "the bundle", data, limit, func(h *tar.Header, content io.Reader) error {
-		if h.Typeflag != tar.TypeReg || !IsManifestFile(h.Name) {
+		if h.Typeflag != tar.TypeReg {
 			return nil
 		}
+		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return failure.New(ReasonArtifactUnsupported, nil, "%s: file %q of the bundle is outside its root", where, h.Name)
+		}
+		if seen[name] {
+			return failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds file %s twice", where, name)
+		}
+		seen[name] = true
 		if len(files) == maxBundleFiles {
-			return failure.New(ReasonArtifactTooLarge, nil, "%s: the bundle holds more than %d manifest files", where, maxBundleFiles)
+			return failure.New(ReasonArtifactTooLarge, nil, "%s: the bundle holds more than %d files", where, maxBundleFiles)
 		}
 		data, err := io.ReadAll(content)
 		if f, ok := failure.As(err); ok {
@@ -56,7 +68,6 @@ func unbundle(where string, data []byte, limit int64) ([]File, error) {
 		if err != nil {
 			return failure.New(ReasonArtifactUnsupported, err, "%s: file %s of the bundle", where, h.Name)
 		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		files = append(files, File{Name: name, Where: where + " file " + name, Data: data})
 		return nil
 	})
@@ -70,7 +81,7 @@ func unbundle(where string, data []byte, limit int64) ([]File, error) {
 		return nil, err
 	}
 	if len(files) == 0 {
-		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds no file ending .yaml, .yml or .json", where)
+		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds no file", where)
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	return files, nil

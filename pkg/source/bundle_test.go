@@ -120,9 +120,8 @@ func TestArchiveBounds(t *testing.T) {
 	}
 }
 
-// A bundle keeps its manifest files within the limit, skips the others
-// (reading past them through the bound on inflation), and is refused when
-// what it inflates to passes the limit even if it keeps little of it.
+// A bundle keeps its regular files within the limit, by clean path, and
+// is refused when what it inflates to passes the limit.
 func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 	const limit = 8192
 	files, err := unbundle("OCI example/bundle:1", tarGz(t,
@@ -131,19 +130,58 @@ func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 		entry{name: "./a.yaml", data: strings.Repeat("a", 1500)},
 	), limit)
 	require.NoError(t, err)
-	require.Len(t, files, 2)
-	assert.Equal(t, "a.yaml", files[0].Name)
-	assert.Equal(t, "b.yaml", files[1].Name)
-
-	var skipped []entry
-	for i := range 10 {
-		skipped = append(skipped, entry{name: fmt.Sprintf("blob-%d.bin", i), data: strings.Repeat("x", 1000)})
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Name)
 	}
-	_, err = unbundle("OCI example/bundle:1", tarGz(t, append(skipped, entry{name: "a.yaml", data: "kind: ConfigMap"})...), limit)
+	assert.Equal(t, []string{"README.md", "a.yaml", "b.yaml"}, names)
+
+	var many []entry
+	for i := range 10 {
+		many = append(many, entry{name: fmt.Sprintf("blob-%d.bin", i), data: strings.Repeat("x", 1000)})
+	}
+	_, err = unbundle("OCI example/bundle:1", tarGz(t, append(many, entry{name: "a.yaml", data: "kind: ConfigMap"})...), limit)
 	ferr, ok := failure.As(err)
 	require.True(t, ok, "not a failure: %v", err)
 	assert.Equal(t, ReasonArtifactTooLarge, ferr.Reason)
 	assert.Contains(t, ferr.Message, "OCI example/bundle:1: the bundle inflated is larger than the limit of 8192 bytes (--max-artifact-bytes)")
+}
+
+// A bundle whose entry leaves its root, or names a file twice, is refused:
+// a render could not tell which file it means.
+func TestUnbundleRefusesAmbiguousNames(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+		message string
+	}{
+		{"parent", []entry{{name: "../etc/passwd", data: "x"}}, `file "../etc/passwd" of the bundle is outside its root`},
+		{"absolute", []entry{{name: "/etc/passwd", data: "x"}}, `file "/etc/passwd" of the bundle is outside its root`},
+		{"twice", []entry{{name: "a.yaml", data: "x"}, {name: "./a.yaml", data: "y"}}, "the bundle holds file a.yaml twice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := unbundle("OCI example/bundle:1", tarGz(t, tc.entries...), 1<<20)
+			ferr, ok := failure.As(err)
+			require.True(t, ok, "not a failure: %v", err)
+			assert.Equal(t, ReasonArtifactUnsupported, ferr.Reason)
+			assert.Contains(t, ferr.Message, tc.message)
+		})
+	}
+}
+
+// CleanPath refuses what leaves the source's root and cleans the rest.
+func TestCleanPath(t *testing.T) {
+	for in, want := range map[string]string{"": "", ".": "", "overlays/prod/": "overlays/prod", "./a//b": "a/b", "a..b/c": "a..b/c"} {
+		got, err := CleanPath(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"/abs", "..", "a/../../b", "a/.."} {
+		_, err := CleanPath(in)
+		ferr, ok := failure.As(err)
+		require.True(t, ok, "%q: not a failure: %v", in, err)
+		assert.Equal(t, ReasonSourceInvalid, ferr.Reason, in)
+	}
 }
 
 // A chart of a source ConfigMap gets the same checks as a chart of a

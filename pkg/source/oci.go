@@ -33,8 +33,9 @@ const (
 	helmLegacyChartMediaType = "application/tar+gzip"
 )
 
-// BundleMediaTypes are the layer media types of a bundle of plain
-// manifests: one tar+gzip layer of .yaml, .yml and .json files, as flux push
+// BundleMediaTypes are the layer media types of a bundle of files (plain
+// manifests, a kustomize overlay, a chart's directory): one tar+gzip layer,
+// as flux push
 // artifact, oras push or any image builder writes it.
 var BundleMediaTypes = []string{
 	"application/vnd.cncf.flux.content.v1.tar+gzip",
@@ -45,13 +46,13 @@ var BundleMediaTypes = []string{
 // artifact is what the content cache keeps of an artifact, by origin and
 // digest (contentKey).
 type artifact struct {
-	chart     []byte
-	manifests []File
+	chart []byte
+	files []File
 }
 
 func (a *artifact) size() int {
 	n := len(a.chart)
-	for _, f := range a.manifests {
+	for _, f := range a.files {
 		n += len(f.Name) + len(f.Data)
 	}
 	return n
@@ -126,6 +127,23 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 // artifact in the content cache is used only once the registry confirmed
 // that these credentials may read it.
 func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs) (*Source, error) {
+	dir, err := CleanPath(src.Path)
+	if err != nil {
+		return nil, err
+	}
+	out, err := f.ociArtifact(ctx, namespace, src, inputs)
+	if err != nil {
+		return nil, err
+	}
+	if out.Chart != nil && dir != "" {
+		return nil, failure.New(ReasonSourceInvalid, nil, "%s is a Helm chart: path %q is for a bundle of files", out.Where, src.Path)
+	}
+	out.Path = dir
+	return out, nil
+}
+
+// ociArtifact fetches the artifact of an OCI source (see oci).
+func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs) (*Source, error) {
 	r, err := f.resolveOCI(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
@@ -141,7 +159,7 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 	accessKey := content + "\x00" + r.creds.key
 	if a, ok := f.getContent(content); ok && (r.confirmed || f.isConfirmed(accessKey)) {
 		f.confirm(accessKey)
-		out.Chart, out.Manifests = a.chart, a.manifests
+		out.Chart, out.Files = a.chart, a.files
 		return out, nil
 	}
 	v, err := f.shared(ctx, namespace, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
@@ -166,7 +184,7 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 		return nil, err
 	}
 	a := v.(*artifact)
-	out.Chart, out.Manifests = a.chart, a.manifests
+	out.Chart, out.Files = a.chart, a.files
 	return out, nil
 }
 
@@ -199,7 +217,7 @@ func (f *Fetcher) download(ctx context.Context, r *ociResolution, where string, 
 			return nil, err
 		}
 		a.chart = data
-	} else if a.manifests, err = unbundle(where, data, limit); err != nil {
+	} else if a.files, err = unbundle(where, data, limit); err != nil {
 		return nil, err
 	}
 	return a, nil

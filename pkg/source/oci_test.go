@@ -31,7 +31,7 @@ func TestOCIChartByTagAndDigest(t *testing.T) {
 	src, err := f.Fetch(ctx, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1.0.0"}), inputsOf())
 	require.NoError(t, err)
 	assert.Equal(t, chartTGZ, src.Chart)
-	assert.Empty(t, src.Manifests)
+	assert.Empty(t, src.Files)
 	require.NotNil(t, src.Resolved)
 	assert.Equal(t, KindOCIRepository, src.Resolved.Kind)
 	assert.Equal(t, "1.0.0", src.Resolved.Tag)
@@ -88,11 +88,20 @@ func TestOCIBundleOfManifests(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, src.Chart)
 	var names []string
-	for _, file := range src.Manifests {
+	for _, file := range src.Files {
 		names = append(names, file.Name)
 		assert.Contains(t, file.Where, " file "+file.Name)
 	}
-	assert.Equal(t, []string{"a.yaml", "b/deploy.yaml", "c.json"}, names)
+	assert.Equal(t, []string{"README.md", "a.yaml", "b/deploy.yaml", "c.json"}, names)
+	assert.Empty(t, src.Path)
+
+	// A path names a directory of the bundle; one that leaves it is refused.
+	src, err = f.Fetch(ctx, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1", Path: "./b/",
+		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs)
+	require.NoError(t, err)
+	assert.Equal(t, "b", src.Path)
+	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1", Path: "b/../..",
+		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, ReasonSourceInvalid)
 
 	// Without the CA, the registry's certificate is not trusted.
 	ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1"}), inputsOf(), ReasonSourceUnreachable)

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"syscall"
@@ -131,30 +132,57 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Source is what a Release's source holds: a packaged chart or plain
-// manifests.
+// Source is what a Release's source holds: a packaged chart, or a
+// directory of files (a ConfigMap's keys, a bundle's files) of which the
+// render reads the one at Path.
 type Source struct {
 	// Where names the source in messages: "ConfigMap NS/NAME binaryData
 	// chart.tgz", "oci://HOST/PATH@sha256:...".
 	Where string
-	// Chart is a packaged Helm chart; nil for manifests.
+	// Chart is a packaged Helm chart; nil for files.
 	Chart []byte
-	// Manifests are files of plain manifests (names ending .yaml, .yml or
-	// .json), in the order they are read.
-	Manifests []File
+	// Files are the files of the source: the data and binaryData keys of a
+	// ConfigMap (but chart.tgz), in key order; the regular files of a
+	// bundle, in path order, their names relative to its root.
+	Files []File
+	// Path is the directory of Files the Release renders: "" for the root
+	// (always, for a ConfigMap); a clean relative path (CleanPath).
+	Path string
 	// Resolved is the artifact fetched, for a registry or a repository.
 	Resolved *subresourcesv1alpha1.ResolvedSource
 }
 
-// File is one file of manifests.
+// File is one file of a source.
 type File struct {
-	// Name is the key of the ConfigMap, or the path in the bundle; its
-	// ending tells YAML from JSON.
+	// Name is the key of the ConfigMap, or the path in the bundle (clean,
+	// relative, with /); its ending tells YAML from JSON.
 	Name string
 	// Where names the file in messages: "ConfigMap NS/NAME key a.yaml".
 	Where string
 	Data  []byte
 }
+
+// CleanPath checks a directory a Release names in a source of files
+// (spec.source.ociRepository.path) and returns it clean: "" for the root.
+// A leading / or a .. element is SourceInvalid (the CRD refuses them; this
+// check is for a Release stored before that rule, or written by a client
+// that skips it).
+func CleanPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	if strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
+		return "", failure.New(ReasonSourceInvalid, nil, "path %q must be relative to the source's root: no leading / and no .. element", p)
+	}
+	if c := path.Clean(p); c != "." {
+		return c, nil
+	}
+	return "", nil
+}
+
+// KustomizationFiles are the names of a kustomization, as kustomize looks
+// for them in a directory.
+var KustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // IsManifestFile tells whether a ConfigMap key or a file holds manifests.
 func IsManifestFile(name string) bool {
@@ -336,8 +364,9 @@ func withoutUserinfo(rawURL string) (string, bool) {
 }
 
 // configMap reads a source ConfigMap: a packaged chart in binaryData
-// chart.tgz, else every key of data ending .yaml, .yml or .json, in key
-// order.
+// chart.tgz, else its keys as files of one directory, in key order: data
+// and binaryData (a kustomization's generators may read binary files). It
+// must hold a kustomization or a key ending .yaml, .yml or .json.
 func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Source, error) {
 	where := convoyv1alpha1.ObjectKey{Kind: "ConfigMap", Namespace: namespace, Name: name}.Describe()
 	cm, err := inputs.ConfigMap(ctx, namespace, name)
@@ -352,19 +381,18 @@ func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Sou
 	if tgz, ok := cm.BinaryData[ChartKey]; ok {
 		return &Source{Where: fmt.Sprintf("%s binaryData %s", where, ChartKey), Chart: tgz}, nil
 	}
-	var keys []string
-	for k := range cm.Data {
-		if IsManifestFile(k) {
-			keys = append(keys, k)
-		}
+	files := make([]File, 0, len(cm.Data)+len(cm.BinaryData))
+	usable := false
+	for k, v := range cm.Data {
+		files = append(files, File{Name: k, Where: where + " key " + k, Data: []byte(v)})
+		usable = usable || IsManifestFile(k) || slices.Contains(KustomizationFiles, k)
 	}
-	if len(keys) == 0 {
-		return nil, failure.New(ReasonSourceInvalid, nil, "source %s holds neither binaryData %s nor a data key ending .yaml, .yml or .json", where, ChartKey)
+	for k, v := range cm.BinaryData {
+		files = append(files, File{Name: k, Where: where + " binaryData key " + k, Data: v})
 	}
-	slices.Sort(keys)
-	out := &Source{Where: where}
-	for _, k := range keys {
-		out.Manifests = append(out.Manifests, File{Name: k, Where: where + " key " + k, Data: []byte(cm.Data[k])})
+	if !usable {
+		return nil, failure.New(ReasonSourceInvalid, nil, "source %s holds neither binaryData %s, nor a kustomization, nor a data key ending .yaml, .yml or .json", where, ChartKey)
 	}
-	return out, nil
+	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
+	return &Source{Where: where, Files: files}, nil
 }

@@ -190,6 +190,16 @@ type OCIRepositorySource struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
 	Digest string `json:"digest,omitempty"`
+	// path is the directory of a bundle of files that the Release renders
+	// (default: the bundle's root): a kustomization there is built with
+	// kustomize, a Chart.yaml makes it a chart, otherwise its YAML and
+	// JSON files, recursively, are read in path order. It is relative to
+	// the bundle's root: no leading /, no .. element. It is not used for a
+	// Helm chart artifact.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="must be relative to the bundle's root: no leading / and no .. element"
+	Path string `json:"path,omitempty"`
 	// secretRef names a Secret of type kubernetes.io/dockerconfigjson of the
 	// Release's namespace, read as the Release's ServiceAccount: its entry
 	// for the registry's host.

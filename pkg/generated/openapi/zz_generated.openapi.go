@@ -1332,6 +1332,13 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref common
 							Format:      "",
 						},
 					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the directory of a bundle of files that the Release renders (default: the bundle's root): a kustomization there is built with kustomize, a Chart.yaml makes it a chart, otherwise its YAML and JSON files, recursively, are read in path order. It is relative to the bundle's root: no leading /, no .. element. It is not used for a Helm chart artifact.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"secretRef": {
 						SchemaProps: spec.SchemaProps{
 							Description: "secretRef names a Secret of type kubernetes.io/dockerconfigjson of the Release's namespace, read as the Release's ServiceAccount: its entry for the registry's host.",

@@ -450,6 +450,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: digest
       type:
         scalar: string
+    - name: path
+      type:
+        scalar: string
     - name: secretRef
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference

@@ -31,6 +31,13 @@ type OCIRepositorySourceApplyConfiguration struct {
 	Tag *string `json:"tag,omitempty"`
 	// digest of the artifact's manifest: sha256: and 64 hex digits.
 	Digest *string `json:"digest,omitempty"`
+	// path is the directory of a bundle of files that the Release renders
+	// (default: the bundle's root): a kustomization there is built with
+	// kustomize, a Chart.yaml makes it a chart, otherwise its YAML and
+	// JSON files, recursively, are read in path order. It is relative to
+	// the bundle's root: no leading /, no .. element. It is not used for a
+	// Helm chart artifact.
+	Path *string `json:"path,omitempty"`
 	// secretRef names a Secret of type kubernetes.io/dockerconfigjson of the
 	// Release's namespace, read as the Release's ServiceAccount: its entry
 	// for the registry's host.
@@ -68,6 +75,14 @@ func (b *OCIRepositorySourceApplyConfiguration) WithTag(value string) *OCIReposi
 // If called multiple times, the Digest field is set to the value of the last call.
 func (b *OCIRepositorySourceApplyConfiguration) WithDigest(value string) *OCIRepositorySourceApplyConfiguration {
 	b.Digest = &value
+	return b
+}
+
+// WithPath sets the Path field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Path field is set to the value of the last call.
+func (b *OCIRepositorySourceApplyConfiguration) WithPath(value string) *OCIRepositorySourceApplyConfiguration {
+	b.Path = &value
 	return b
 }
 
