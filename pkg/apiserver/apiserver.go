@@ -72,10 +72,13 @@ type ExtraConfig struct {
 	// Cache turns on the caches of the loops: shared metadata-only LISTs
 	// (Target.ListFreshness), the compare of unchanged objects, renders of
 	// unchanged inputs and verdicts of unchanged objects, each reused for at
-	// most CacheMaxAge; RenderCacheBytes bounds the renders kept.
+	// most CacheMaxAge; RenderCacheBytes bounds the renders kept,
+	// BuildCacheBytes the builds of kustomizations and chart directories
+	// (keyed by the content of the files they read, whatever the cache).
 	Cache            bool
 	CacheMaxAge      time.Duration
 	RenderCacheBytes int
+	BuildCacheBytes  int
 	// LeaderElection elects the replica that runs the loops.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
 }
@@ -187,7 +190,8 @@ func (c CompletedConfig) New() (*Server, error) {
 	// desired, /diff, /preview and the drift loop): their caches and slots
 	// are shared, and no package holds one of its own.
 	fetcher := source.NewFetcher(sourceOpts)
-	renderEngine := render.NewEngine(fetcher, render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render)
+	renderEngine := render.NewEngine(fetcher, render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render).
+		WithBuildCache(x.BuildCacheBytes, time.Hour, clock.RealClock{})
 	redactor := redact.New()
 	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
 	if x.Cache {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/engine"
@@ -33,7 +36,7 @@ func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Rele
 	if verr != nil {
 		return nil, verr
 	}
-	return r.engine.charts.Template(ctx, ChartRequest{
+	return r.engine.runner.Template(ctx, ChartRequest{
 		Where: where, Chart: tgz, Values: vals, Name: release.Name, Namespace: targetNamespace(release),
 		MaxObjects: r.engine.limits.MaxObjects,
 	})
@@ -43,8 +46,12 @@ func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Rele
 type ChartRequest struct {
 	// Where names the chart in messages: "configMap NS/NAME binaryData chart.tgz".
 	Where string `json:"where"`
-	// Chart is the packaged chart.
-	Chart []byte `json:"chart"`
+	// Chart is the packaged chart; when nil, Files are the chart's
+	// directory.
+	Chart []byte `json:"chart,omitempty"`
+	// Files are the files of a chart's directory, by path relative to it
+	// (Chart.yaml, templates/..., charts/...).
+	Files map[string][]byte `json:"files,omitempty"`
 	// Values are the user-supplied values (spec.content).
 	Values map[string]any `json:"values"`
 	// Name and Namespace are the release name and namespace Helm renders with.
@@ -74,8 +81,8 @@ type ChartRequest struct {
 // Helm's template engine does not stop when ctx ends (only lookup reads
 // it): run it where it can be stopped (Sandbox).
 func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
-	where, tgz := req.Where, req.Chart
-	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
+	where := req.Where
+	ch, err := loadChart(req)
 	if err != nil {
 		return nil, failure.New(ReasonChartInvalid, err, "%s is not a Helm chart", where)
 	}
@@ -155,6 +162,24 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 		}
 	}
 	return objs, nil
+}
+
+// loadChart loads the chart of req: its archive, else its directory's
+// files.
+func loadChart(req ChartRequest) (*chart.Chart, error) {
+	if req.Chart != nil {
+		return loader.LoadArchive(bytes.NewReader(req.Chart))
+	}
+	names := make([]string, 0, len(req.Files))
+	for n := range req.Files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	files := make([]*archive.BufferedFile, len(names))
+	for i, n := range names {
+		files[i] = &archive.BufferedFile{Name: n, Data: req.Files[n]}
+	}
+	return loader.LoadFiles(files)
 }
 
 // parseManifest parses one document that Helm rendered.

@@ -83,7 +83,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("src"),
 			reason:  source.ReasonSourceInvalid,
-			message: []string{"source ConfigMap demo/src holds neither binaryData chart.tgz nor a data key ending .yaml, .yml or .json"},
+			message: []string{"source ConfigMap demo/src holds neither binaryData chart.tgz, nor a kustomization, nor a data key ending .yaml, .yml or .json"},
 		},
 		{
 			name: "source ConfigMap forbidden",

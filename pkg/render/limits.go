@@ -2,12 +2,16 @@ package render
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -91,44 +95,104 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// ChartRunner templates packaged Helm charts.
-type ChartRunner interface {
+// Runner runs the work of a render that runs what the source holds:
+// Helm's templates, which do not stop at a deadline, and kustomize, which
+// reaches for the network when a kustomization tells it to.
+type Runner interface {
+	// Template templates a chart, packaged or a directory.
 	Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error)
+	// Build builds a kustomization that kustomize.Check has checked.
+	Build(ctx context.Context, req KustomizeRequest) ([]*unstructured.Unstructured, *failure.Error)
 }
 
-// InProcess templates charts in this process. Helm's template engine does
-// not stop at a deadline, so convoy-apiserver uses a Sandbox; tests and
-// tools that render trusted charts use this.
+// InProcess runs charts and kustomizations in this process. Helm's template
+// engine does not stop at a deadline and a process that builds
+// kustomizations should have no network, so convoy-apiserver uses a
+// Sandbox; tests and tools that render trusted sources use this.
 type InProcess struct{}
 
-// Template implements ChartRunner.
+// Template implements Runner.
 func (InProcess) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	return templateChart(ctx, req)
 }
 
+// Build implements Runner.
+func (InProcess) Build(_ context.Context, req KustomizeRequest) ([]*unstructured.Unstructured, *failure.Error) {
+	return buildKustomization(req)
+}
+
+// DefaultBuildCacheBytes bounds the builds an Engine keeps (WithBuildCache).
+const DefaultBuildCacheBytes = 32 << 20
+
 // Engine holds what every render of convoy-apiserver shares: the Fetcher of
-// sources (its caches and slots), where charts are templated and the Limits.
+// sources (its caches and slots), where charts are templated and
+// kustomizations built, the builds kept, and the Limits.
 // Renderers and Stores built from it are cheap; build them per Release, with
 // the Release's identity's clients. There is no package-level Engine: the
 // composition root (pkg/apiserver) builds the one of convoy-apiserver from
 // its flags and passes it down, and tests and tools build their own.
 type Engine struct {
-	charts  ChartRunner
+	runner  Runner
 	sources *source.Fetcher
 	limits  Limits
+	// builds are the objects (their JSON) of kustomizations and chart
+	// directories, keyed by the content of the files they can read
+	// (buildKey); nil: none kept.
+	builds *agecache.Cache[string, []byte]
 }
 
 // NewEngine returns an Engine that fetches sources with sources, templates
-// charts with charts (InProcess when nil) within limits (zero fields take
-// their defaults). sources is required.
-func NewEngine(sources *source.Fetcher, charts ChartRunner, limits Limits) *Engine {
+// charts and builds kustomizations with runner (InProcess when nil) within
+// limits (zero fields take their defaults). sources is required.
+func NewEngine(sources *source.Fetcher, runner Runner, limits Limits) *Engine {
 	if sources == nil {
 		panic("render.NewEngine: no source.Fetcher")
 	}
-	if charts == nil {
-		charts = InProcess{}
+	if runner == nil {
+		runner = InProcess{}
 	}
-	return &Engine{charts: charts, sources: sources, limits: limits.withDefaults()}
+	return &Engine{runner: runner, sources: sources, limits: limits.withDefaults()}
+}
+
+// WithBuildCache makes e keep the builds of kustomizations and chart
+// directories, at most maxBytes of their JSON (--build-cache-bytes), each
+// for at most maxAge, keyed by the content of the files each can read: a
+// new artifact or commit whose change is elsewhere builds nothing again. It
+// returns e.
+func (e *Engine) WithBuildCache(maxBytes int, maxAge time.Duration, clk clock.PassiveClock) *Engine {
+	if maxBytes > 0 {
+		e.builds = agecache.New[string, []byte](maxBytes, maxAge, clk, func(b []byte) int { return len(b) })
+	}
+	return e
+}
+
+// cachedBuild returns the build of key from the build cache, else builds
+// it and keeps it when it succeeds.
+func (e *Engine) cachedBuild(key string, build func() ([]*unstructured.Unstructured, *failure.Error)) ([]*unstructured.Unstructured, *failure.Error) {
+	if e.builds != nil {
+		if data, ok := e.builds.Get(key); ok {
+			var items []map[string]any
+			if err := utiljson.Unmarshal(data, &items); err == nil {
+				objs := make([]*unstructured.Unstructured, len(items))
+				for i, item := range items {
+					objs[i] = &unstructured.Unstructured{Object: item}
+				}
+				return objs, nil
+			}
+		}
+	}
+	objs, err := build()
+	if err != nil || e.builds == nil {
+		return objs, err
+	}
+	items := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		items[i] = o.Object
+	}
+	if data, merr := json.Marshal(items); merr == nil {
+		e.builds.Put(key, data)
+	}
+	return objs, nil
 }
 
 // Limits returns the Engine's limits.

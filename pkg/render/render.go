@@ -49,8 +49,9 @@ type Renderer struct {
 //
 //  1. Source: fetched by the Engine's source.Fetcher (a ConfigMap of the
 //     Release's namespace, an OCI artifact, a chart of a Helm repository):
-//     a packaged Helm chart (see renderChart) or files of plain manifests
-//     (see renderManifests).
+//     a packaged Helm chart (see renderChart) or a directory of files: a
+//     kustomization, a chart's directory or plain manifests (see
+//     renderDirectory).
 //  2. Values (charts only): spec.content.valuesFrom in order, then
 //     spec.content.values.
 //  3. Namespaces: see defaultNamespaces.
@@ -103,7 +104,7 @@ func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release, 
 	if src.Chart != nil {
 		objs, err = r.renderChart(ctx, release, src.Where, src.Chart)
 	} else {
-		objs, err = renderManifests(src.Manifests)
+		objs, err = r.renderDirectory(ctx, release, src)
 	}
 	if err != nil {
 		return nil, err

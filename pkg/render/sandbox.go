@@ -18,6 +18,7 @@ import (
 
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
@@ -38,7 +39,9 @@ const memoryLimitEnv = "CONVOY_RENDER_MEMORY_LIMIT"
 // without headroom a child would die of garbage it could have collected.
 const gcHeadroom = 96 << 20
 
-// Sandbox templates charts in child processes: Helm's template engine does
+// Sandbox templates charts and builds kustomizations in child processes
+// (a kustomization only once kustomize.Check passed it; the child has no
+// network as a backstop). Helm's template engine does
 // not stop at a deadline, so a chart whose templates loop for ever would keep
 // a core busy past every timeout. A child is killed when the render's
 // context ends (the render timeout, --render-timeout), which really stops
@@ -78,9 +81,27 @@ type chartError struct {
 	Message string `json:"message"`
 }
 
-// Template implements ChartRunner: it templates req in a child process.
+// childRequest is what a child reads: a chart to template or a
+// kustomization to build.
+type childRequest struct {
+	Chart     *ChartRequest     `json:"chart,omitempty"`
+	Kustomize *KustomizeRequest `json:"kustomize,omitempty"`
+}
+
+// Template implements Runner: it templates req in a child process.
 func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
-	what := fmt.Sprintf("%s: templating the chart", req.Where)
+	return s.run(ctx, fmt.Sprintf("%s: templating the chart", req.Where), req.Where+": the chart", childRequest{Chart: &req}, req.MaxObjects)
+}
+
+// Build implements Runner: it builds req in a child process, which has no
+// network.
+func (s *Sandbox) Build(ctx context.Context, req KustomizeRequest) ([]*unstructured.Unstructured, *failure.Error) {
+	return s.run(ctx, fmt.Sprintf("%s: building the kustomization", req.Where), req.Where+": the kustomization", childRequest{Kustomize: &req}, req.MaxObjects)
+}
+
+// run runs req in a child process and decodes its answer; what names the
+// work in messages, output the objects it writes.
+func (s *Sandbox) run(ctx context.Context, what, output string, req childRequest, maxObjects int) ([]*unstructured.Unstructured, *failure.Error) {
 	select {
 	case s.slots <- struct{}{}:
 		defer func() { <-s.slots }()
@@ -89,11 +110,12 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 	}
 	in, err := json.Marshal(req)
 	if err != nil {
-		return nil, failure.New(ReasonChartInvalid, err, "%s: encoding the request", req.Where)
+		return nil, failure.New(ReasonTemplateFailed, err, "%s: encoding the request", what)
 	}
 	cmd := exec.CommandContext(ctx, s.path, ChildArg)
 	cmd.Stdin = bytes.NewReader(in)
-	// Nothing of the server's environment: a chart has no business with it.
+	// Nothing of the server's environment: a chart has no business with
+	// it, and without PATH kustomize finds no git to clone with.
 	memory := int64(s.limits.Memory)
 	cmd.Env = []string{
 		memoryLimitEnv + "=" + strconv.FormatInt(memory, 10),
@@ -116,7 +138,7 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 	if int64(len(out)) > s.maxOutput {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, failure.New(ReasonRenderTooLarge, nil, "%s: the chart renders more than %d bytes (twice --max-render-bytes)", what, s.maxOutput)
+		return nil, failure.New(ReasonRenderTooLarge, nil, "%s: the render is more than %d bytes (twice --max-render-bytes)", what, s.maxOutput)
 	}
 	waitErr := cmd.Wait()
 	if ctx.Err() != nil {
@@ -134,7 +156,7 @@ func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructur
 		}
 		return nil, failure.New(ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
 	}
-	return decodeResponse(req.Where, out, req.MaxObjects)
+	return decodeResponse(output, out, maxObjects)
 }
 
 // stopped is the error of a render whose context ended.
@@ -156,7 +178,7 @@ func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.U
 		}
 		return nil, &failure.Error{Reason: resp.Reason, Message: resp.Message}
 	}
-	objs, err := decodeObjects(bytes.NewReader(trimmed), maxObjects, where+": the chart")
+	objs, err := decodeObjects(bytes.NewReader(trimmed), maxObjects, where)
 	if f, ok := failure.As(err); ok {
 		return nil, f
 	}
@@ -167,8 +189,9 @@ func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.U
 }
 
 // RunChild is the child of a Sandbox: it limits its own memory to what the
-// Sandbox says (RLIMIT_DATA, before it reads anything), reads a ChartRequest
-// from in, templates it in this process and writes the JSON array of the
+// Sandbox says (RLIMIT_DATA, before it reads anything), makes net/http
+// refuse every request, reads a chart to template or a kustomization to
+// build from in, runs it in this process and writes the JSON array of the
 // objects, or the error, to out. It returns the process's exit code.
 func RunChild(in io.Reader, out io.Writer) int {
 	debug.SetTraceback("single")
@@ -176,11 +199,27 @@ func RunChild(in io.Reader, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "limiting the memory of the render process:", err)
 		return 1
 	}
-	var req ChartRequest
+	// Nothing a child does needs the network: a backstop behind
+	// kustomize.Check, which refuses what kustomize would fetch.
+	kustomize.DenyNetwork()
+	var req childRequest
 	var answer any
-	if err := json.NewDecoder(in).Decode(&req); err != nil {
-		answer = chartError{Reason: ReasonTemplateFailed, Message: "reading the render request: " + err.Error()}
-	} else if objs, rerr := templateChart(context.Background(), req); rerr != nil {
+	var objs []*unstructured.Unstructured
+	var rerr *failure.Error
+	where := ""
+	switch err := json.NewDecoder(in).Decode(&req); {
+	case err != nil:
+		rerr = failure.New(ReasonTemplateFailed, nil, "reading the render request: %v", err)
+	case req.Chart != nil:
+		where = req.Chart.Where
+		objs, rerr = templateChart(context.Background(), *req.Chart)
+	case req.Kustomize != nil:
+		where = req.Kustomize.Where
+		objs, rerr = buildKustomization(*req.Kustomize)
+	default:
+		rerr = failure.New(ReasonTemplateFailed, nil, "the render request holds neither a chart nor a kustomization")
+	}
+	if rerr != nil {
 		answer = chartError{Reason: rerr.Reason, Message: rerr.Message}
 	} else {
 		items := make([]map[string]any, len(objs))
@@ -191,7 +230,7 @@ func RunChild(in io.Reader, out io.Writer) int {
 	}
 	data, err := json.Marshal(answer)
 	if err != nil {
-		data, _ = json.Marshal(chartError{Reason: ReasonManifestInvalid, Message: fmt.Sprintf("%s: the objects do not encode to JSON: %v", req.Where, err)})
+		data, _ = json.Marshal(chartError{Reason: ReasonManifestInvalid, Message: fmt.Sprintf("%s: the objects do not encode to JSON: %v", where, err)})
 	}
 	if _, err := out.Write(data); err != nil {
 		fmt.Fprintln(os.Stderr, "writing the render response:", err)

@@ -91,6 +91,7 @@ func NewOptions() *Options {
 			Cache:            true,
 			CacheMaxAge:      compare.DefaultCacheMaxAge,
 			RenderCacheBytes: desired.DefaultRenderCacheBytes,
+			BuildCacheBytes:  render.DefaultBuildCacheBytes,
 			DriftWorkers:     4,
 			CompareWorkers:   compare.DefaultWorkers,
 			HealthWorkers:    4,
@@ -208,6 +209,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	caches.DurationVar(&o.Target.ListFreshness, "list-freshness", o.Target.ListFreshness,
 		"How long a metadata-only LIST is shared between passes; a change on a cluster shows at the first pass whose LIST is newer.")
 	caches.IntVar(&o.RenderCacheBytes, "render-cache-bytes", o.RenderCacheBytes, "Most bytes of renders kept (their compressed JSON).")
+	caches.IntVar(&o.BuildCacheBytes, "build-cache-bytes", o.BuildCacheBytes,
+		"Most bytes of kustomize and chart-directory builds kept (their JSON), keyed by the content of the files each build can read, each for an hour at most; 0 keeps none. Not turned off by --cache=false: a build's key is its whole input.")
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	return fss
 }
