@@ -96,7 +96,7 @@ func (r cachingRenderer) Render(ctx context.Context, release *convoyv1alpha1.Rel
 
 // SourceResolver is a Renderer that tells what the source of a Release
 // resolves to now (render.Renderer.ResolveSource): the digest of an OCI or
-// Helm repository source, "" for a ConfigMap.
+// Helm repository source, the commit of a Git source, "" for a ConfigMap.
 type SourceResolver interface {
 	ResolveSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error)
 }
@@ -139,6 +139,8 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 		secretRefs(src.OCIRepository.SecretRef, src.OCIRepository.CertSecretRef)
 	case src.HelmRepository != nil:
 		secretRefs(src.HelmRepository.SecretRef, src.HelmRepository.CertSecretRef)
+	case src.Git != nil:
+		secretRefs(src.Git.SecretRef, src.Git.CertSecretRef)
 	default:
 		return "", false
 	}

@@ -48,12 +48,18 @@ var BundleMediaTypes = []string{
 type artifact struct {
 	chart []byte
 	files []File
+	// links are the symbolic links and submodules of a Git commit, which
+	// are not read.
+	links []gitLink
 }
 
 func (a *artifact) size() int {
 	n := len(a.chart)
 	for _, f := range a.files {
-		n += len(f.Name) + len(f.Data)
+		n += len(f.Name) + len(f.Where) + len(f.Data)
+	}
+	for _, l := range a.links {
+		n += len(l.name)
 	}
 	return n
 }

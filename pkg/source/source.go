@@ -54,6 +54,8 @@ const (
 	DefaultPerNamespace     = 2
 	DefaultCacheBytes       = 128 << 20
 	DefaultResolveMaxAge    = time.Minute
+	DefaultMaxGitBytes      = 64 << 20
+	DefaultMaxGitRefs       = 10_000
 )
 
 // Options configure a Fetcher. Zero fields take their defaults.
@@ -93,6 +95,13 @@ type Options struct {
 	// URL and credentials, and an identity's access to a cached artifact
 	// is taken as confirmed (--source-resolve-max-age).
 	ResolveMaxAge time.Duration
+	// MaxGitBytes bounds what one Git fetch receives and stores (the
+	// objects of the commit, inflated) and what one answer of a Git server
+	// holds (--max-git-bytes).
+	MaxGitBytes int
+	// MaxGitRefs bounds the refs a Git server may advertise
+	// (--max-git-refs).
+	MaxGitRefs int
 	// UserAgent is sent with every request.
 	UserAgent string
 	// Clock is the caches' clock; nil: the real one.
@@ -122,6 +131,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ResolveMaxAge <= 0 {
 		o.ResolveMaxAge = DefaultResolveMaxAge
+	}
+	if o.MaxGitBytes <= 0 {
+		o.MaxGitBytes = DefaultMaxGitBytes
+	}
+	if o.MaxGitRefs <= 0 {
+		o.MaxGitRefs = DefaultMaxGitRefs
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = egress.UserAgent
@@ -206,6 +221,8 @@ type Fetcher struct {
 	resolutions *agecache.Cache[string, string]
 	indexes     *agecache.Cache[string, *index]
 	confirmed   *agecache.Cache[string, bool]
+	// gitListings are Git ref listings by URL and credentials.
+	gitListings *agecache.Cache[string, gitRefs]
 	clients     *agecache.Cache[string, *client]
 	pullers     *agecache.Cache[string, *remote.Puller]
 	// flights share the requests in flight (shared).
@@ -227,7 +244,9 @@ func NewFetcher(opts Options) *Fetcher {
 		f.resolutions = agecache.New[string, string](entries, opts.ResolveMaxAge, opts.Clock, nil)
 		f.indexes = agecache.New[string, *index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*index).size)
 		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
+		f.gitListings = agecache.New[string, gitRefs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, gitRefs.size)
 	}
+	installGitTransports()
 	// Clients (their connections, and a registry's tokens) are kept per
 	// host and credentials whatever the cache.
 	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)
@@ -257,6 +276,9 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	if src.OCIRepository != nil {
 		set = append(set, "ociRepository")
 	}
+	if src.Git != nil {
+		set = append(set, "git")
+	}
 	switch {
 	case len(set) == 0:
 		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets no source kind")
@@ -281,9 +303,12 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	defer cancel()
 	var out *Source
 	var err error
-	if src.OCIRepository != nil {
+	switch {
+	case src.OCIRepository != nil:
 		out, err = f.oci(ctx, release.Namespace, src.OCIRepository, inputs)
-	} else {
+	case src.Git != nil:
+		out, err = f.git(ctx, release.Namespace, src.Git, inputs)
+	default:
 		out, err = f.helm(ctx, release.Namespace, src.HelmRepository, inputs)
 	}
 	if err != nil {
@@ -311,18 +336,24 @@ func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
 	switch {
-	case src.OCIRepository != nil && src.ConfigMap == nil && src.HelmRepository == nil:
+	case src.OCIRepository != nil && src.ConfigMap == nil && src.HelmRepository == nil && src.Git == nil:
 		r, err := f.resolveOCI(ctx, release.Namespace, src.OCIRepository, inputs)
 		if err != nil {
 			return "", counted(f.timedOut(ctx, err))
 		}
 		return r.resolved.Digest, nil
-	case src.HelmRepository != nil && src.ConfigMap == nil && src.OCIRepository == nil:
+	case src.HelmRepository != nil && src.ConfigMap == nil && src.OCIRepository == nil && src.Git == nil:
 		r, err := f.resolveHelm(ctx, release.Namespace, src.HelmRepository, inputs)
 		if err != nil {
 			return "", counted(f.timedOut(ctx, err))
 		}
 		return r.resolved.Digest, nil
+	case src.Git != nil && src.ConfigMap == nil && src.OCIRepository == nil && src.HelmRepository == nil:
+		r, err := f.resolveGit(ctx, release.Namespace, src.Git, inputs)
+		if err != nil {
+			return "", counted(f.timedOut(ctx, err))
+		}
+		return "git:" + r.commit, nil
 	}
 	return "", nil
 }

@@ -118,7 +118,7 @@ type ClusterReference struct {
 }
 
 // ReleaseSource is where the manifests or the chart come from.
-// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.ociRepository) ? 1 : 0) == 1",message="exactly one of configMap, helmRepository or ociRepository must be set"
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.helmRepository) ? 1 : 0) + (has(self.ociRepository) ? 1 : 0) + (has(self.git) ? 1 : 0) == 1",message="exactly one of configMap, helmRepository, ociRepository or git must be set"
 type ReleaseSource struct {
 	// configMap is a ConfigMap in the Release's namespace that holds either
 	// plain manifests (keys ending .yaml, .yml or .json, in key order) or a
@@ -135,6 +135,65 @@ type ReleaseSource struct {
 	// plain manifests (one tar+gzip layer), in an OCI registry.
 	// +optional
 	OCIRepository *OCIRepositorySource `json:"ociRepository,omitempty"`
+
+	// git is a directory of a commit of a Git repository.
+	// +optional
+	Git *GitRepositorySource `json:"git,omitempty"`
+}
+
+// GitRepositorySource is a directory of a commit of a Git repository,
+// resolved from a ref by one ref listing and read from tree objects.
+type GitRepositorySource struct {
+	// url is https://HOST/PATH or ssh://[USER@]HOST[:PORT]/PATH (http://
+	// only to loopback addresses, with the sources' development flag). An
+	// https URL may not hold credentials, an ssh URL no password: it is
+	// printed in messages and status; use secretRef.
+	// +kubebuilder:validation:Pattern=`^(https|ssh|http)://[^/]+/.+`
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('ssh://') ? !self.matches('^ssh://[^/@]*:[^/@]*@') : !self.matches('^[^/]*//[^/?#]*@')",message="must not hold credentials (user:password@): use secretRef"
+	URL string `json:"url"`
+	// ref is the branch, tag, semver range or commit to render.
+	Ref GitReference `json:"ref"`
+	// path is the directory of the commit that the Release renders
+	// (default: the repository's root), as ociRepository.path.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="must be relative to the repository's root: no leading / and no .. element"
+	Path string `json:"path,omitempty"`
+	// secretRef names a Secret of the Release's namespace, read as the
+	// Release's ServiceAccount: username and password, or bearerToken, for
+	// https; identity (a private key) and known_hosts (required) for ssh.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// certSecretRef names a Secret of the Release's namespace with the key
+	// ca.crt (a PEM bundle the server's certificate must chain to), and
+	// optionally tls.crt and tls.key (a client certificate); https only.
+	// +optional
+	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
+}
+
+// GitReference is one kind of ref: a branch, a tag, a semver range over
+// the tags, or a commit (which may name a branch to fetch it from).
+// +kubebuilder:validation:XValidation:rule="(has(self.tag) ? 1 : 0) + (has(self.semver) ? 1 : 0) + (has(self.commit) ? 1 : 0) + (has(self.branch) && !has(self.commit) ? 1 : 0) == 1",message="exactly one of branch, tag, semver or commit must be set (a commit may name the branch to fetch it from)"
+type GitReference struct {
+	// branch is a branch name (main, release/1.x).
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Branch string `json:"branch,omitempty"`
+	// tag is a tag name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=255
+	Tag string `json:"tag,omitempty"`
+	// semver is a version range over the tags (">=1.2.0 <2.0.0", "~1.4"),
+	// as for Helm repository versions: the highest tag that meets it,
+	// prereleases excluded unless the range names one.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	SemVer string `json:"semver,omitempty"`
+	// commit is a full commit hash: 40 hex digits.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{40}$`
+	Commit string `json:"commit,omitempty"`
 }
 
 // ConfigMapSource names a ConfigMap in the Release's namespace.

@@ -57,6 +57,16 @@ func (in ContestedField) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GitReference) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitReference"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GitRepositorySource) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitRepositorySource"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GlobalHealthRuleSet) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet"
 }

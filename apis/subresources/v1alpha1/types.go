@@ -32,7 +32,7 @@ const (
 // in an OCI registry or a Helm repository: what its tag or version was
 // resolved to.
 type ResolvedSource struct {
-	// kind is OCIRepository or HelmRepository.
+	// kind is OCIRepository, HelmRepository or GitRepository.
 	Kind string `json:"kind"`
 	// url is the repository.
 	URL string `json:"url"`
@@ -47,8 +47,17 @@ type ResolvedSource struct {
 	// +optional
 	Version string `json:"version,omitempty"`
 	// digest is the sha256 digest everything was fetched and verified by:
-	// the manifest's (OCIRepository), the chart archive's (HelmRepository).
-	Digest string `json:"digest"`
+	// the manifest's (OCIRepository), the chart archive's (HelmRepository);
+	// empty for a GitRepository, which has its commit.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// ref is the ref a GitRepository's commit came from: refs/heads/NAME,
+	// refs/tags/NAME, or empty for a commit asked for by its hash alone.
+	// +optional
+	Ref string `json:"ref,omitempty"`
+	// commit is the commit a GitRepository was read from.
+	// +optional
+	Commit string `json:"commit,omitempty"`
 }
 
 // DiffResult is the outcome of a compare.

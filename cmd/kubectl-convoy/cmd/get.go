@@ -298,15 +298,37 @@ func source(r *convoyv1alpha1.Release) string {
 		return fmt.Sprintf("OCI %s@%s", s.OCIRepository.URL, s.OCIRepository.Digest)
 	case s.OCIRepository != nil:
 		return fmt.Sprintf("OCI %s:%s", s.OCIRepository.URL, s.OCIRepository.Tag)
+	case s.Git != nil:
+		return fmt.Sprintf("Git %s %s", s.Git.URL, gitRef(s.Git.Ref))
 	}
 	return "-"
 }
 
+// gitRef names the ref of a Git source.
+func gitRef(r convoyv1alpha1.GitReference) string {
+	switch {
+	case r.Commit != "" && r.Branch != "":
+		return fmt.Sprintf("commit %s (branch %s)", r.Commit, r.Branch)
+	case r.Commit != "":
+		return "commit " + r.Commit
+	case r.Tag != "":
+		return "tag " + r.Tag
+	case r.SemVer != "":
+		return "semver " + r.SemVer
+	}
+	return "branch " + r.Branch
+}
+
 // resolved names what the source of the desired render resolved to: the
 // chart version of a Helm repository, the tag of an OCI artifact, and the
-// digest it was fetched and verified by.
+// digest it was fetched and verified by; the ref and commit of a Git
+// repository.
 func resolved(r *subresourcesv1alpha1.ResolvedSource) string {
 	switch {
+	case r.Commit != "" && r.Ref != "":
+		return fmt.Sprintf("%s %s (commit %s)", r.URL, r.Ref, r.Commit)
+	case r.Commit != "":
+		return fmt.Sprintf("%s (commit %s)", r.URL, r.Commit)
 	case r.Version != "":
 		return fmt.Sprintf("%s %s (%s)", r.Chart, r.Version, r.Digest)
 	case r.Tag != "":

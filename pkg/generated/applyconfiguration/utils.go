@@ -42,6 +42,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.ConfigMapSourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ContestedField"):
 		return &convoyv1alpha1.ContestedFieldApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("GitReference"):
+		return &convoyv1alpha1.GitReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("GitRepositorySource"):
+		return &convoyv1alpha1.GitRepositorySourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GlobalHealthRuleSet"):
 		return &convoyv1alpha1.GlobalHealthRuleSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HealthAssessment"):

@@ -41,6 +41,8 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ClusterSpec{}.OpenAPIModelName():                      schema_convoy_apiserver_apis_convoy_v1alpha1_ClusterSpec(ref),
 		v1alpha1.ConfigMapSource{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ConfigMapSource(ref),
 		v1alpha1.ContestedField{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_ContestedField(ref),
+		v1alpha1.GitReference{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_GitReference(ref),
+		v1alpha1.GitRepositorySource{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_GitRepositorySource(ref),
 		v1alpha1.GlobalHealthRuleSet{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_GlobalHealthRuleSet(ref),
 		v1alpha1.GlobalHealthRuleSetList{}.OpenAPIModelName():          schema_convoy_apiserver_apis_convoy_v1alpha1_GlobalHealthRuleSetList(ref),
 		v1alpha1.HealthAssessment{}.OpenAPIModelName():                 schema_convoy_apiserver_apis_convoy_v1alpha1_HealthAssessment(ref),
@@ -391,6 +393,97 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ContestedField(ref common.Refe
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_GitReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GitReference is one kind of ref: a branch, a tag, a semver range over the tags, or a commit (which may name a branch to fetch it from).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"branch": {
+						SchemaProps: spec.SchemaProps{
+							Description: "branch is a branch name (main, release/1.x).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "tag is a tag name.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"semver": {
+						SchemaProps: spec.SchemaProps{
+							Description: "semver is a version range over the tags (\">=1.2.0 <2.0.0\", \"~1.4\"), as for Helm repository versions: the highest tag that meets it, prereleases excluded unless the range names one.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"commit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "commit is a full commit hash: 40 hex digits.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_GitRepositorySource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GitRepositorySource is a directory of a commit of a Git repository, resolved from a ref by one ref listing and read from tree objects.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "url is https://HOST/PATH or ssh://[USER@]HOST[:PORT]/PATH (http:// only to loopback addresses, with the sources' development flag). An https URL may not hold credentials, an ssh URL no password: it is printed in messages and status; use secretRef.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ref": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ref is the branch, tag, semver range or commit to render.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.GitReference{}.OpenAPIModelName()),
+						},
+					},
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path is the directory of the commit that the Release renders (default: the repository's root), as ociRepository.path.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Release's namespace, read as the Release's ServiceAccount: username and password, or bearerToken, for https; identity (a private key) and known_hosts (required) for ssh.",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"certSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "certSecretRef names a Secret of the Release's namespace with the key ca.crt (a PEM bundle the server's certificate must chain to), and optionally tls.crt and tls.key (a client certificate); https only.",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"url", "ref"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.GitReference{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -1755,11 +1848,17 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseSource(ref common.Refer
 							Ref:         ref(v1alpha1.OCIRepositorySource{}.OpenAPIModelName()),
 						},
 					},
+					"git": {
+						SchemaProps: spec.SchemaProps{
+							Description: "git is a directory of a commit of a Git repository.",
+							Ref:         ref(v1alpha1.GitRepositorySource{}.OpenAPIModelName()),
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ConfigMapSource{}.OpenAPIModelName(), v1alpha1.HelmRepositorySource{}.OpenAPIModelName(), v1alpha1.OCIRepositorySource{}.OpenAPIModelName()},
+			v1alpha1.ConfigMapSource{}.OpenAPIModelName(), v1alpha1.GitRepositorySource{}.OpenAPIModelName(), v1alpha1.HelmRepositorySource{}.OpenAPIModelName(), v1alpha1.OCIRepositorySource{}.OpenAPIModelName()},
 	}
 }
 
@@ -2922,7 +3021,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref commo
 				Properties: map[string]spec.Schema{
 					"kind": {
 						SchemaProps: spec.SchemaProps{
-							Description: "kind is OCIRepository or HelmRepository.",
+							Description: "kind is OCIRepository, HelmRepository or GitRepository.",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -2959,14 +3058,27 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref commo
 					},
 					"digest": {
 						SchemaProps: spec.SchemaProps{
-							Description: "digest is the sha256 digest everything was fetched and verified by: the manifest's (OCIRepository), the chart archive's (HelmRepository).",
-							Default:     "",
+							Description: "digest is the sha256 digest everything was fetched and verified by: the manifest's (OCIRepository), the chart archive's (HelmRepository); empty for a GitRepository, which has its commit.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ref": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ref is the ref a GitRepository's commit came from: refs/heads/NAME, refs/tags/NAME, or empty for a commit asked for by its hash alone.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"commit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "commit is the commit a GitRepository was read from.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 				},
-				Required: []string{"kind", "url", "digest"},
+				Required: []string{"kind", "url"},
 			},
 		},
 	}

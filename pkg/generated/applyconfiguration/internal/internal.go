@@ -124,6 +124,41 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: subresource
       type:
         scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitReference
+  map:
+    fields:
+    - name: branch
+      type:
+        scalar: string
+    - name: commit
+      type:
+        scalar: string
+    - name: semver
+      type:
+        scalar: string
+    - name: tag
+      type:
+        scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitRepositorySource
+  map:
+    fields:
+    - name: certSecretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+    - name: path
+      type:
+        scalar: string
+    - name: ref
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitReference
+      default: {}
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+    - name: url
+      type:
+        scalar: string
+      default: ""
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet
   map:
     fields:
@@ -558,6 +593,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: configMap
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ConfigMapSource
+    - name: git
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitRepositorySource
     - name: helmRepository
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmRepositorySource

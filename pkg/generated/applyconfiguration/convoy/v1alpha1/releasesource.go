@@ -33,6 +33,8 @@ type ReleaseSourceApplyConfiguration struct {
 	// ociRepository is a Helm chart as helm push writes it, or a bundle of
 	// plain manifests (one tar+gzip layer), in an OCI registry.
 	OCIRepository *OCIRepositorySourceApplyConfiguration `json:"ociRepository,omitempty"`
+	// git is a directory of a commit of a Git repository.
+	Git *GitRepositorySourceApplyConfiguration `json:"git,omitempty"`
 }
 
 // ReleaseSourceApplyConfiguration constructs a declarative configuration of the ReleaseSource type for use with
@@ -62,5 +64,13 @@ func (b *ReleaseSourceApplyConfiguration) WithHelmRepository(value *HelmReposito
 // If called multiple times, the OCIRepository field is set to the value of the last call.
 func (b *ReleaseSourceApplyConfiguration) WithOCIRepository(value *OCIRepositorySourceApplyConfiguration) *ReleaseSourceApplyConfiguration {
 	b.OCIRepository = value
+	return b
+}
+
+// WithGit sets the Git field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Git field is set to the value of the last call.
+func (b *ReleaseSourceApplyConfiguration) WithGit(value *GitRepositorySourceApplyConfiguration) *ReleaseSourceApplyConfiguration {
+	b.Git = value
 	return b
 }
