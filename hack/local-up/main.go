@@ -7,7 +7,10 @@
 // convoy's controller (internal/standin) that applies the Releases. It also
 // serves an OCI registry on 127.0.0.1 (go-containerregistry's
 // pkg/registry), pushes the example chart to it and creates the Release
-// demo/web that takes the chart from there. It prints how to reach the
+// demo/web that takes the chart from there; and a Git repository of the
+// kustomize example, served on 127.0.0.1 by git's own git http-backend
+// (internal/gitserver), whose overlay the Release demo/podinfo-git takes.
+// It prints how to reach the
 // cluster and runs until SIGINT or SIGTERM, then stops every process.
 //
 //	go run ./hack/local-up --bin-dir=$(hack/testbin.sh) --convoy-apiserver=bin/convoy-apiserver [-- convoy-apiserver flags]
@@ -40,6 +43,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/controlplane"
+	"github.com/kumodo/convoy-apiserver/internal/gitserver"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/internal/standin"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
@@ -96,6 +100,7 @@ func run() error {
 	workloads := flag.Bool("workloads", true, "run kube-controller-manager, kube-scheduler and kwok, so that Deployments get Pods that become Ready")
 	runStandIn := flag.Bool("standin", true, "run the development stand-in of convoy's controller, which applies the Releases")
 	chartDir := flag.String("chart", "artifacts/charts/web", "chart directory pushed to a local OCI registry and released as demo/web (needs the examples); empty: no registry")
+	gitDir := flag.String("git-example", "artifacts/examples/kustomize", "directory committed to a Git repository served on 127.0.0.1 by git http-backend, whose overlays/prod is released as demo/podinfo-git (needs the examples); empty: no Git server")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s [flags] [-- convoy-apiserver flags]\n", filepath.Base(os.Args[0]))
 		flag.PrintDefaults()
@@ -132,6 +137,21 @@ func run() error {
 		defer registry.Close()
 		// The registry is on loopback, over plain http.
 		convoyArgs = append([]string{"--allow-loopback-sources"}, convoyArgs...)
+	}
+
+	var gitServer *gitserver.Server
+	if *gitDir != "" {
+		if err := os.MkdirAll(filepath.Join(absDir, "git"), 0o755); err != nil {
+			return err
+		}
+		if gitServer, err = gitserver.Start(gitserver.Options{Root: filepath.Join(absDir, "git")}); err != nil {
+			return fmt.Errorf("starting the Git server: %w", err)
+		}
+		defer gitServer.Close()
+		if *chartDir == "" {
+			// The Git server is on loopback, over plain http.
+			convoyArgs = append([]string{"--allow-loopback-sources"}, convoyArgs...)
+		}
 	}
 
 	cp, err := controlplane.Start(ctx, controlplane.Options{
@@ -172,12 +192,19 @@ func run() error {
 			}
 		} else {
 			fmt.Fprintf(os.Stderr, "local-up: no examples at %s, skipped\n", *examples)
-			registry = nil
+			registry, gitServer = nil, nil
 		}
 	}
 	var ociExample string
 	if registry != nil {
 		if ociExample, err = releaseFromRegistry(ctx, cp, registry, *chartDir); err != nil {
+			return err
+		}
+	}
+
+	var gitExample string
+	if gitServer != nil {
+		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir); err != nil {
 			return err
 		}
 	}
@@ -204,6 +231,10 @@ func run() error {
 	if ociExample != "" {
 		fmt.Printf("\nAn OCI registry serves the example chart at %s;\n", ociExample)
 		fmt.Println("the Release demo/web takes it from there: kubectl convoy release get web -n demo")
+	}
+	if gitExample != "" {
+		fmt.Printf("\nGit's own server (git http-backend) serves the kustomize example at %s;\n", gitExample)
+		fmt.Println("the Release demo/podinfo-git takes overlays/prod from there: kubectl convoy release get podinfo-git -n demo")
 	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 
@@ -283,6 +314,47 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 	ref := registry.URL(repo) + ":" + tag
 	fmt.Fprintf(os.Stderr, "local-up: pushed %s and created the Release demo/web\n", ref)
 	return ref, nil
+}
+
+// releaseFromGit commits the files of dir to the repository podinfo.git
+// under root (branch main), which server serves, and creates the Release
+// demo/podinfo-git of its overlays/prod, which acts as the example's
+// ServiceAccount. It returns the repository's URL.
+func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string) (string, error) {
+	tree, err := gitserver.TreeFromDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("reading the Git example: %w", err)
+	}
+	repo, err := gitserver.InitBare(root, "podinfo.git")
+	if err != nil {
+		return "", fmt.Errorf("creating the Git repository: %w", err)
+	}
+	if _, err := repo.Commit("main", tree, "the kustomize example"); err != nil {
+		return "", fmt.Errorf("committing the Git example: %w", err)
+	}
+	convoy, err := convoyclient.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return "", err
+	}
+	url := server.RepoURL("podinfo.git")
+	release := &convoyv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "podinfo-git"},
+		Spec: convoyv1alpha1.ReleaseSpec{
+			ServiceAccountName: "podinfo-deployer",
+			Source: convoyv1alpha1.ReleaseSource{Git: &convoyv1alpha1.GitRepositorySource{
+				URL: url, Ref: convoyv1alpha1.GitReference{Branch: "main"}, Path: "overlays/prod"}},
+			SyncPolicy: convoyv1alpha1.SyncPolicy{Automatic: &convoyv1alpha1.AutomaticSync{}, Interval: &metav1.Duration{Duration: 30 * time.Second}},
+			HealthAssessment: &convoyv1alpha1.HealthAssessment{
+				GlobalRuleSetSelector: &convoyv1alpha1.LabelSelector{MatchLabels: map[string]string{"convoy.kumodo.io/default": "true"}},
+				Deadline:              &metav1.Duration{Duration: 5 * time.Minute},
+			},
+		},
+	}
+	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the Release demo/podinfo-git: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "local-up: committed %s to %s and created the Release demo/podinfo-git\n", dir, url)
+	return url, nil
 }
 
 // startStandIn runs the stand-in of convoy's controller on the control

@@ -30,6 +30,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // TestLocalUp runs what `make run` runs, on a control plane of its own: it
@@ -101,6 +102,7 @@ func TestLocalUp(t *testing.T) {
 	loopOfTheExample(t, kubeconfig)
 	assert.Contains(t, text, "An OCI registry serves the example chart at oci://127.0.0.1:")
 	ociExample(t, kubeconfig)
+	gitExample(t, kubeconfig)
 
 	pids := childPIDs(t, dir)
 	require.NotEmpty(t, pids, "local-up runs etcd, kube-apiserver and convoy-apiserver")
@@ -245,6 +247,29 @@ func loopOfTheExample(t *testing.T, kubeconfig string) {
 // /diff names the tag and the digest it resolved to.
 func ociExample(t *testing.T, kubeconfig string) {
 	t.Helper()
+	d := exampleGoesRound(t, kubeconfig, "web")
+	assert.Equal(t, "1.0.0", d.ResolvedSource.Tag)
+	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, d.ResolvedSource.Digest)
+	assert.Contains(t, d.ResolvedSource.URL, "/charts/web")
+}
+
+// gitExample follows demo/podinfo-git, the Release of make run whose
+// kustomize overlay is in the local Git repository (git http-backend):
+// applied by the stand-in, InSync and Healthy, its /diff names the branch
+// and the commit it resolved to.
+func gitExample(t *testing.T, kubeconfig string) {
+	t.Helper()
+	d := exampleGoesRound(t, kubeconfig, "podinfo-git")
+	assert.Equal(t, source.KindGitRepository, d.ResolvedSource.Kind)
+	assert.Equal(t, "refs/heads/main", d.ResolvedSource.Ref)
+	assert.Regexp(t, `^[0-9a-f]{40}$`, d.ResolvedSource.Commit)
+	assert.Contains(t, d.ResolvedSource.URL, "/podinfo.git")
+}
+
+// exampleGoesRound waits until the Release demo/NAME of make run was
+// applied and is InSync and Healthy, and returns its /diff.
+func exampleGoesRound(t *testing.T, kubeconfig, name string) subresourcesv1alpha1.ReleaseDiff {
+	t.Helper()
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	require.NoError(t, err)
 	convoy, err := convoyclient.NewForConfig(config)
@@ -253,7 +278,7 @@ func ociExample(t *testing.T, kubeconfig string) {
 	defer cancel()
 	var last string
 	for {
-		r, err := convoy.ConvoyV1alpha1().Releases("demo").Get(ctx, "web", metav1.GetOptions{})
+		r, err := convoy.ConvoyV1alpha1().Releases("demo").Get(ctx, name, metav1.GetOptions{})
 		require.NoError(t, err)
 		inSync, healthy := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync), meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionHealthy)
 		last = fmt.Sprintf("lastApplied %v, InSync %+v, Healthy %+v", r.Status.LastApplied, inSync, healthy)
@@ -261,16 +286,14 @@ func ociExample(t *testing.T, kubeconfig string) {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("demo/web did not go round: %s", last)
+			t.Fatalf("demo/%s did not go round: %s", name, last)
 		}
 		time.Sleep(time.Second)
 	}
-	raw := kubectl(t, kubeconfig, "", "get", "--raw", subresourcesAPI+"/namespaces/demo/releases/web/diff")
+	raw := kubectl(t, kubeconfig, "", "get", "--raw", subresourcesAPI+"/namespaces/demo/releases/"+name+"/diff")
 	require.NoError(t, raw.err, raw.stderr)
 	var d subresourcesv1alpha1.ReleaseDiff
 	require.NoError(t, json.Unmarshal([]byte(raw.stdout), &d))
 	require.NotNil(t, d.ResolvedSource, raw.stdout)
-	assert.Equal(t, "1.0.0", d.ResolvedSource.Tag)
-	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, d.ResolvedSource.Digest)
-	assert.Contains(t, d.ResolvedSource.URL, "/charts/web")
+	return d
 }

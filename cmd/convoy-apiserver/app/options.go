@@ -104,6 +104,7 @@ func NewOptions() *Options {
 			Contests:          contest.Options{Heals: contest.DefaultHeals, Window: contest.DefaultWindow, MaxBackoff: contest.DefaultMaxBackoff},
 			Sources: source.Options{
 				Timeout: source.DefaultTimeout, MaxArtifactBytes: source.DefaultMaxArtifactBytes, MaxIndexBytes: source.DefaultMaxIndexBytes,
+				MaxGitBytes: source.DefaultMaxGitBytes, MaxGitRefs: source.DefaultMaxGitRefs,
 				Concurrency: source.DefaultConcurrency, PerNamespace: source.DefaultPerNamespace, CacheBytes: source.DefaultCacheBytes, ResolveMaxAge: source.DefaultResolveMaxAge,
 			},
 			LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
@@ -185,6 +186,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	sources.IntVar(&o.Sources.MaxArtifactBytes, "max-artifact-bytes", o.Sources.MaxArtifactBytes,
 		"Most bytes of an OCI manifest, layer, chart archive, and of what a bundle of manifests inflates to (ArtifactTooLarge); checked against the declared size before a download, and while reading.")
 	sources.IntVar(&o.Sources.MaxIndexBytes, "max-index-bytes", o.Sources.MaxIndexBytes, "Most bytes of a Helm repository's index.yaml (IndexTooLarge).")
+	sources.IntVar(&o.Sources.MaxGitBytes, "max-git-bytes", o.Sources.MaxGitBytes,
+		"Most bytes one Git fetch receives in an answer and stores (the commit's objects, inflated) (ArtifactTooLarge).")
+	sources.IntVar(&o.Sources.MaxGitRefs, "max-git-refs", o.Sources.MaxGitRefs, "Most refs a Git server may advertise in a listing (GitRefsTooMany).")
 	sources.IntVar(&o.Sources.Concurrency, "max-concurrent-fetches", o.Sources.Concurrency,
 		"Requests to registries and repositories at once (a tag's HEAD, an index, a download), by the loops and the subresources together; a request waits for a slot within the fetch timeout. A request shared by several Releases takes one slot, and keeps it when its callers give up.")
 	sources.IntVar(&o.Sources.PerNamespace, "max-concurrent-fetches-per-namespace", o.Sources.PerNamespace,
@@ -277,8 +281,8 @@ func (o *Options) Validate() error {
 	if o.Render.Memory < minRenderMemory {
 		errs = append(errs, fmt.Errorf("--render-memory-limit must be at least %d (128Mi): the render process needs about 85Mi before it reads the chart", minRenderMemory))
 	}
-	if s := o.Sources; s.Timeout <= 0 || s.MaxArtifactBytes <= 0 || s.MaxIndexBytes <= 0 || s.Concurrency <= 0 || s.PerNamespace <= 0 || s.CacheBytes <= 0 || s.ResolveMaxAge <= 0 || s.ResolveMaxAge > 10*time.Minute {
-		errs = append(errs, fmt.Errorf("--fetch-timeout, --max-artifact-bytes, --max-index-bytes, --max-concurrent-fetches, --max-concurrent-fetches-per-namespace, --source-cache-bytes and --source-resolve-max-age must be positive, and --source-resolve-max-age at most 10m"))
+	if s := o.Sources; s.Timeout <= 0 || s.MaxArtifactBytes <= 0 || s.MaxIndexBytes <= 0 || s.MaxGitBytes <= 0 || s.MaxGitRefs <= 0 || s.Concurrency <= 0 || s.PerNamespace <= 0 || s.CacheBytes <= 0 || s.ResolveMaxAge <= 0 || s.ResolveMaxAge > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--fetch-timeout, --max-artifact-bytes, --max-index-bytes, --max-git-bytes, --max-git-refs, --max-concurrent-fetches, --max-concurrent-fetches-per-namespace, --source-cache-bytes and --source-resolve-max-age must be positive, and --source-resolve-max-age at most 10m"))
 	}
 	if c := o.Contests; c.Heals <= 0 || c.Window <= 0 || c.MaxBackoff <= 0 {
 		errs = append(errs, fmt.Errorf("--contest-heals, --contest-window and --contest-max-backoff must be positive"))
