@@ -158,9 +158,14 @@ func (f *Fetcher) gitCredentials(ctx context.Context, inputs Inputs, namespace s
 			if user == "" {
 				user = "git"
 			}
-			if a.ssh, err = newSSHAuth(where, user, s.Data[identityKey], s.Data[knownHostsKey]); err != nil {
-				return nil, err
+			if len(s.Data[knownHostsKey]) == 0 {
+				return nil, failure.New(ReasonCredentialsInvalid, nil, "%s: an ssh URL needs the key %s (no host key is trusted on first use)", where, knownHostsKey)
 			}
+			if a.ssh, err = newSSHAuth(s.Data[identityKey], s.Data[knownHostsKey]); err != nil {
+				// The error does not quote the key.
+				return nil, failure.New(ReasonCredentialsInvalid, nil, "%s: %v", where, err)
+			}
+			a.ssh.User = user
 			material = append(append(append([]byte(user), 0), s.Data[identityKey]...), s.Data[knownHostsKey]...)
 		} else {
 			user, hasUser := s.Data[usernameKey]

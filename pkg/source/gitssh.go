@@ -1,0 +1,756 @@
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/format/pktline"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/kumodo/convoy-apiserver/pkg/errtext"
+)
+
+// Git over SSH.
+//
+// go-git's own SSH transport (plumbing/transport/ssh) dials through
+// golang.org/x/net/proxy (ALL_PROXY), reads ~/.ssh/config and
+// ~/.ssh/known_hosts, falls back to the SSH agent, and takes no dialer: a
+// connection would escape the address policy. gitSSHTransport replaces it
+// for ssh:// URLs: every connection goes through the dialer of the address
+// policy, the host key is checked against the known_hosts of the source's
+// Secret alone, and nothing is read from the environment or the home
+// directory. It speaks git-upload-pack only (fetch and list).
+
+const (
+	// defaultSSHUser is the user of a URL that names none.
+	defaultSSHUser = "git"
+	// defaultSSHPort is SSH's port.
+	defaultSSHPort = 22
+	// maxSSHStderr bounds what is kept of git-upload-pack's standard
+	// error, for the messages of its failures.
+	maxSSHStderr = 4 << 10
+	// sshAuthName is the Name of SSHAuth as a go-git AuthMethod.
+	sshAuthName = "convoy-ssh-public-key"
+)
+
+// SSHAuth is what an SSH Git source authenticates with: from a Secret's
+// keys identity (a PEM private key) and known_hosts (required). It is a
+// go-git transport.AuthMethod, given to Remote.ListContext or FetchContext
+// as their Auth; gitSSHTransport accepts no other. Its String and GoString
+// name the user and the key's fingerprint, never the key.
+type SSHAuth struct {
+	// User is the SSH user; empty: the URL's user, else "git".
+	User string
+	// Signer is the client's private key.
+	Signer ssh.Signer
+	// KnownHosts are the server's host keys in OpenSSH's known_hosts
+	// format; hosts on a port other than 22 are written "[host]:port".
+	KnownHosts []byte
+}
+
+// newSSHAuth returns the SSHAuth of a Secret's keys: identity, an
+// unencrypted private key in PEM (OpenSSH, PKCS#1, PKCS#8 or SEC 1), and
+// knownHosts. The errors do not quote the key.
+func newSSHAuth(identity, knownHosts []byte) (*SSHAuth, error) {
+	signer, err := ssh.ParsePrivateKey(identity)
+	var encrypted *ssh.PassphraseMissingError
+	switch {
+	case errors.As(err, &encrypted):
+		return nil, errors.New("the SSH identity is encrypted with a passphrase: give an unencrypted key")
+	case err != nil:
+		return nil, errors.New("the SSH identity is not a private key in PEM format")
+	}
+	if _, err := parseKnownHosts(knownHosts); err != nil {
+		return nil, err
+	}
+	return &SSHAuth{Signer: signer, KnownHosts: knownHosts}, nil
+}
+
+// Name is the name of the AuthMethod.
+func (a SSHAuth) Name() string { return sshAuthName }
+
+// String names the user and the fingerprint of the key, not the key.
+func (a SSHAuth) String() string {
+	fp := "none"
+	if a.Signer != nil {
+		fp = ssh.FingerprintSHA256(a.Signer.PublicKey())
+	}
+	return fmt.Sprintf("%s user=%q key=%s", sshAuthName, a.User, fp)
+}
+
+// GoString is String, so that %#v does not print the key either.
+func (a SSHAuth) GoString() string { return a.String() }
+
+// gitSSHTransport implements go-git's transport.Transport for ssh:// URLs:
+// git-upload-pack over an SSH connection that the address policy's dialer
+// makes, with the host key checked against SSHAuth's known_hosts.
+type gitSSHTransport struct {
+	dialer  *net.Dialer
+	timeout time.Duration
+}
+
+// newGitSSHTransport returns the transport whose connections dialer makes
+// (the address policy's: its Control refuses what the policy refuses,
+// after DNS resolution, before a packet), and whose SSH handshake, and
+// wait for the exit of a git-upload-pack that answered nothing, last at
+// most timeout.
+func newGitSSHTransport(dialer *net.Dialer, timeout time.Duration) transport.Transport {
+	return &gitSSHTransport{dialer: dialer, timeout: timeout}
+}
+
+// NewUploadPackSession checks the endpoint and the auth, and returns a
+// session that connects at its first call (AdvertisedReferencesContext,
+// UploadPack) with that call's context. It refuses an AuthMethod other
+// than SSHAuth, a known_hosts that is empty or has no key for the host,
+// and a proxy.
+func (t *gitSSHTransport) NewUploadPackSession(ep *transport.Endpoint, am transport.AuthMethod) (transport.UploadPackSession, error) {
+	var auth SSHAuth
+	switch a := am.(type) {
+	case SSHAuth:
+		auth = a
+	case *SSHAuth:
+		if a != nil {
+			auth = *a
+		}
+	case nil:
+		return nil, fmt.Errorf("%w: an SSH Git source needs a private key and known_hosts", transport.ErrInvalidAuthMethod)
+	default:
+		return nil, fmt.Errorf("%w: %s: an SSH Git source authenticates with a private key and known_hosts only", transport.ErrInvalidAuthMethod, am.Name())
+	}
+	switch {
+	case auth.Signer == nil:
+		return nil, fmt.Errorf("%w: no private key", transport.ErrInvalidAuthMethod)
+	case ep == nil:
+		return nil, errors.New("no URL")
+	case ep.Protocol != "ssh" || ep.Host == "" || ep.Path == "":
+		// Not the whole URL: it may hold a password.
+		return nil, fmt.Errorf("not an ssh:// URL of a repository: protocol %q, host %q, path %q", ep.Protocol, ep.Host, ep.Path)
+	case ep.Password != "":
+		return nil, errors.New("an SSH Git source authenticates with a key, not a password in its URL")
+	case ep.Proxy.URL != "":
+		return nil, errors.New("an SSH Git source connects directly, not through a proxy")
+	}
+	port := ep.Port
+	if port <= 0 {
+		port = defaultSSHPort
+	}
+	// The host as the URL writes it (go-git keeps an IPv6 address's
+	// brackets): the name known_hosts is checked for, and the name the
+	// dialer resolves.
+	host := ep.Host
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	hostKeys, err := newHostKeyCheck(auth.KnownHosts, addr)
+	if err != nil {
+		return nil, err
+	}
+	user := auth.User
+	if user == "" {
+		user = ep.User
+	}
+	if user == "" {
+		user = defaultSSHUser
+	}
+	s := &gitSSHSession{
+		t:        t,
+		addr:     addr,
+		command:  transport.UploadPackServiceName + " " + gitShellQuote(ep.Path),
+		hostKeys: hostKeys,
+		key:      ssh.FingerprintSHA256(auth.Signer.PublicKey()),
+		stderr:   &boundedBuffer{max: maxSSHStderr},
+	}
+	s.config = &ssh.ClientConfig{
+		User:              user,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(auth.Signer)},
+		HostKeyCallback:   hostKeys.check,
+		HostKeyAlgorithms: hostKeys.algorithms,
+		Timeout:           t.timeout,
+	}
+	return s, nil
+}
+
+// NewReceivePackSession refuses: convoy-apiserver does not push.
+func (t *gitSSHTransport) NewReceivePackSession(*transport.Endpoint, transport.AuthMethod) (transport.ReceivePackSession, error) {
+	return nil, fmt.Errorf("git-receive-pack over SSH: %w", errors.ErrUnsupported)
+}
+
+// gitShellQuote quotes s for the remote shell as git does (quote.c's
+// sq_quote_buf): in single quotes, where a single quote or an exclamation
+// mark closes the quote, comes escaped by a backslash, and opens it again:
+//
+//	/o'neil!.git -> '/o'\''neil'\!'.git'
+func gitShellQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('\'')
+	for _, r := range s {
+		if r == '\'' || r == '!' {
+			b.WriteString(`'\`)
+			b.WriteRune(r)
+			b.WriteByte('\'')
+			continue
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// hostKeyCheck checks a server's host key against known_hosts for one
+// host: algorithms are those of the keys known_hosts has for it, so that
+// the server cannot pick a key of another type.
+type hostKeyCheck struct {
+	addr       string
+	callback   ssh.HostKeyCallback
+	algorithms []string
+
+	mu       sync.Mutex
+	accepted bool
+	refused  error
+}
+
+// newHostKeyCheck returns the check of the server at addr, host:port as the
+// URL writes it, against knownHosts. It refuses an empty known_hosts, and
+// one that has no key for the host of a type this client can verify.
+func newHostKeyCheck(knownHosts []byte, addr string) (*hostKeyCheck, error) {
+	callback, err := parseKnownHosts(knownHosts)
+	if err != nil {
+		return nil, err
+	}
+	// The keys known_hosts has for addr: those the callback wants, when it
+	// refuses a key it cannot have (the way skeema/knownhosts asks it).
+	var want []knownhosts.KnownKey
+	var keyErr *knownhosts.KeyError
+	if err := callback(addr, &net.TCPAddr{IP: net.IPv4zero}, probeKey{}); errors.As(err, &keyErr) {
+		want = keyErr.Want
+	}
+	supported := ssh.SupportedAlgorithms().HostKeys
+	var algorithms []string
+	for _, k := range want {
+		for _, algo := range hostKeyAlgorithms(k.Key.Type()) {
+			if slices.Contains(supported, algo) && !slices.Contains(algorithms, algo) {
+				algorithms = append(algorithms, algo)
+			}
+		}
+	}
+	if len(algorithms) == 0 {
+		return nil, fmt.Errorf("known_hosts has no host key for %s (write it %q) of a type convoy-apiserver verifies: it trusts no host it does not list",
+			addr, knownhosts.Normalize(addr))
+	}
+	return &hostKeyCheck{addr: addr, callback: callback, algorithms: algorithms}, nil
+}
+
+// parseKnownHosts returns the host key callback of known_hosts, parsed by
+// golang.org/x/crypto/ssh/knownhosts. That package reads files only: the
+// bytes go through a temporary file, removed before it returns.
+func parseKnownHosts(knownHosts []byte) (ssh.HostKeyCallback, error) {
+	if len(bytes.TrimSpace(knownHosts)) == 0 {
+		return nil, errors.New("known_hosts is empty: an SSH Git source needs the server's host keys")
+	}
+	// Each line first, so that an error names its line and not the
+	// temporary file.
+	for i, line := range bytes.Split(knownHosts, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		if _, _, _, _, _, err := ssh.ParseKnownHosts(line); err != nil {
+			return nil, fmt.Errorf("known_hosts is not valid: line %d: %w", i+1, err)
+		}
+	}
+	f, err := os.CreateTemp("", "convoy-known-hosts-*")
+	if err != nil {
+		return nil, fmt.Errorf("reading known_hosts: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(knownHosts)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading known_hosts: %w", err)
+	}
+	callback, err := knownhosts.New(f.Name())
+	if err != nil {
+		// The error names the temporary file, and the line.
+		return nil, fmt.Errorf("known_hosts is not valid: %w", err)
+	}
+	return callback, nil
+}
+
+// hostKeyAlgorithms are the signature algorithms of a host key of type
+// keyType: RSA keys sign with SHA-2 only (not SHA-1's ssh-rsa).
+func hostKeyAlgorithms(keyType string) []string {
+	switch keyType {
+	case ssh.KeyAlgoRSA:
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
+	case ssh.CertAlgoRSAv01:
+		return []string{ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01}
+	default:
+		return []string{keyType}
+	}
+}
+
+// check is the HostKeyCallback: the key must be one known_hosts lists for
+// the host the URL names (hostname is that host:port, as given to
+// ssh.NewClientConn), whatever address it resolved to.
+func (h *hostKeyCheck) check(hostname string, remote net.Addr, key ssh.PublicKey) error {
+	err := h.callback(hostname, remote, key)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil {
+		h.accepted = true
+		return nil
+	}
+	h.refused = &hostKeyError{host: hostname, key: key, err: err}
+	return h.refused
+}
+
+// outcome returns whether the host key was accepted, and the refusal when
+// it was not.
+func (h *hostKeyCheck) outcome() (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.accepted, h.refused
+}
+
+// hostKeyError is the refusal of a server's host key: a key known_hosts
+// does not list for the host (*knownhosts.KeyError: a mismatch, the server
+// may be impersonated), or one it revokes (*knownhosts.RevokedError).
+type hostKeyError struct {
+	host string
+	key  ssh.PublicKey
+	err  error
+}
+
+// Error says whose key was refused and why.
+func (e *hostKeyError) Error() string {
+	got := fmt.Sprintf("%s key %s", e.key.Type(), ssh.FingerprintSHA256(e.key))
+	var keyErr *knownhosts.KeyError
+	var revoked *knownhosts.RevokedError
+	switch {
+	case errors.As(e.err, &revoked):
+		return fmt.Sprintf("host key of %s refused: the server presented %s, which known_hosts revokes", e.host, got)
+	case errors.As(e.err, &keyErr) && len(keyErr.Want) > 0:
+		wants := make([]string, 0, len(keyErr.Want))
+		for _, k := range keyErr.Want {
+			wants = append(wants, ssh.FingerprintSHA256(k.Key))
+		}
+		return fmt.Sprintf("host key mismatch for %s: the server presented %s, but known_hosts lists %s for it: the server may be impersonated, or known_hosts is out of date",
+			e.host, got, strings.Join(wants, ", "))
+	case errors.As(e.err, &keyErr):
+		return fmt.Sprintf("host key of %s refused: known_hosts has no key for it (the server presented %s)", e.host, got)
+	default:
+		return fmt.Sprintf("host key of %s refused: %v", e.host, e.err)
+	}
+}
+
+// Unwrap returns knownhosts' error.
+func (e *hostKeyError) Unwrap() error { return e.err }
+
+// probeKey is a public key no known_hosts line holds: the callback refuses
+// it with the keys it wants for a host.
+type probeKey struct{}
+
+func (probeKey) Type() string                                 { return "convoy-probe" }
+func (probeKey) Marshal() []byte                              { return []byte("convoy-probe") }
+func (probeKey) Verify(data []byte, sig *ssh.Signature) error { return errors.New("a probe") }
+
+// gitSSHSession is one git-upload-pack over one SSH connection. go-git
+// calls it from one goroutine; only the end of a context closes the
+// connection from another.
+type gitSSHSession struct {
+	t        *gitSSHTransport
+	addr     string
+	command  string
+	config   *ssh.ClientConfig
+	hostKeys *hostKeyCheck
+	key      string // the fingerprint of the client's key, for messages
+	stderr   *boundedBuffer
+
+	// connecting is set at the first connect, whose error connErr is.
+	connecting bool
+	connErr    error
+	conn       net.Conn
+	client     *ssh.Client
+	session    *ssh.Session
+	stdin      io.WriteCloser
+	stdout     *bufio.Reader
+	exited     chan error // the result of session.Wait
+	// ctx is the context of the call whose reads stdout serves: a read
+	// error after its end is that end.
+	ctx context.Context
+
+	advRefs  *packp.AdvRefs
+	packRun  bool
+	finished bool
+
+	mu        sync.Mutex
+	stops     []func() bool
+	closeOnce sync.Once
+}
+
+// connect dials addr through the policy's dialer, runs the SSH handshake
+// within the transport's timeout and starts git-upload-pack.
+func (s *gitSSHSession) connect(ctx context.Context) error {
+	if !s.connecting {
+		s.connecting = true
+		s.connErr = s.dial(ctx)
+	}
+	return s.connErr
+}
+
+// dial is connect's first and only attempt.
+func (s *gitSSHSession) dial(ctx context.Context) error {
+	conn, err := s.t.dialer.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		// A refusal of the address policy is a *failure.Error in err's
+		// chain.
+		return fmt.Errorf("connecting to the SSH server %s: %w", s.addr, err)
+	}
+	s.conn = conn
+	stop := s.closeWhenDone(ctx)
+	defer stop()
+
+	if s.t.timeout > 0 {
+		_ = conn.SetDeadline(time.Now().Add(s.t.timeout))
+	}
+	c, chans, reqs, err := ssh.NewClientConn(conn, s.addr, s.config)
+	if err != nil {
+		return s.handshakeError(ctx, err)
+	}
+	s.client = ssh.NewClient(c, chans, reqs)
+	if s.session, err = s.client.NewSession(); err != nil {
+		return s.connError(ctx, "opening an SSH session on", err)
+	}
+	s.session.Stderr = s.stderr
+	if s.stdin, err = s.session.StdinPipe(); err != nil {
+		return s.connError(ctx, "opening an SSH session on", err)
+	}
+	stdout, err := s.session.StdoutPipe()
+	if err != nil {
+		return s.connError(ctx, "opening an SSH session on", err)
+	}
+	s.stdout = bufio.NewReader(&ctxReader{s: s, r: stdout})
+	if err := s.session.Start(s.command); err != nil {
+		return s.connError(ctx, "running "+transport.UploadPackServiceName+" on", err)
+	}
+	s.exited = make(chan error, 1)
+	go func(session *ssh.Session) { s.exited <- session.Wait() }(s.session)
+	_ = conn.SetDeadline(time.Time{})
+	return nil
+}
+
+// handshakeError is the error of a failed SSH handshake: the end of ctx,
+// the refused host key, a server without a key of the types known_hosts
+// lists, a refused authentication (once the host key was
+// accepted, the handshake fails on anything but the network for that), or
+// the network.
+func (s *gitSSHSession) handshakeError(ctx context.Context, err error) error {
+	accepted, refused := s.hostKeys.outcome()
+	var netErr net.Error
+	var negotiation *ssh.AlgorithmNegotiationError
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("SSH handshake with %s: %w", s.addr, ctx.Err())
+	case refused != nil:
+		return refused
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return fmt.Errorf("SSH handshake with %s did not end within %s: %w", s.addr, s.t.timeout, err)
+	case errors.As(err, &negotiation) && slices.Equal(negotiation.SupportedAlgorithms, s.config.HostKeyAlgorithms):
+		return fmt.Errorf("the SSH server %s offers no host key of the types known_hosts lists for it (it offers %s): known_hosts is out of date, or the server is impersonated: %w",
+			s.addr, strings.Join(negotiation.RequestedAlgorithms, ", "), err)
+	case accepted && !errors.Is(err, io.EOF) && !errors.As(err, &netErr):
+		return fmt.Errorf("%w: the SSH server %s refused user %q with key %s: %w",
+			transport.ErrAuthenticationRequired, s.addr, s.config.User, s.key, err)
+	default:
+		return fmt.Errorf("SSH handshake with %s: %w", s.addr, err)
+	}
+}
+
+// connError is the error of a step after the handshake.
+func (s *gitSSHSession) connError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return fmt.Errorf("%s the SSH server %s: %w", what, s.addr, err)
+}
+
+// closeWhenDone closes the connection when ctx ends; the returned function
+// stops that, and Close stops them all.
+func (s *gitSSHSession) closeWhenDone(ctx context.Context) func() bool {
+	stop := context.AfterFunc(ctx, s.closeConn)
+	s.mu.Lock()
+	s.stops = append(s.stops, stop)
+	s.mu.Unlock()
+	return stop
+}
+
+// closeConn closes the SSH connection, which ends every read and write of
+// the session.
+func (s *gitSSHSession) closeConn() {
+	if s.conn != nil {
+		_ = s.conn.Close()
+	}
+}
+
+// AdvertisedReferences is AdvertisedReferencesContext without a context.
+func (s *gitSSHSession) AdvertisedReferences() (*packp.AdvRefs, error) {
+	return s.AdvertisedReferencesContext(context.Background())
+}
+
+// AdvertisedReferencesContext connects, if not yet, and reads the
+// references git-upload-pack advertises; an error is ErrRepositoryNotFound
+// when the server says the repository does not exist,
+// ErrEmptyRemoteRepository when it has no reference.
+func (s *gitSSHSession) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+	if s.advRefs != nil {
+		return s.advRefs, nil
+	}
+	if err := s.connect(ctx); err != nil {
+		return nil, err
+	}
+	stop := s.closeWhenDone(ctx)
+	defer stop()
+	s.ctx = ctx
+	ar := packp.NewAdvRefs()
+	if err := ar.Decode(s.stdout); err != nil {
+		return nil, s.advRefsError(ctx, err)
+	}
+	if ar.IsEmpty() {
+		return nil, transport.ErrEmptyRemoteRepository
+	}
+	transport.FilterUnsupportedCapabilities(ar.Capabilities)
+	s.advRefs = ar
+	return ar, nil
+}
+
+// advRefsError is the error of an advertisement that could not be read.
+func (s *gitSSHSession) advRefsError(ctx context.Context, err error) error {
+	var errLine *pktline.ErrorLine
+	var unexpected *packp.ErrUnexpectedData
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("reading the references of %s: %w", s.addr, ctx.Err())
+	case errors.As(err, &errLine):
+		if errtext.GitRepositoryNotFound(errLine.Text) {
+			return fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, errLine.Text)
+		}
+		return fmt.Errorf("the Git server %s refused: %w", s.addr, errLine)
+	case errors.Is(err, packp.ErrEmptyAdvRefs):
+		s.finished = true
+		return transport.ErrEmptyRemoteRepository
+	case errors.Is(err, packp.ErrEmptyInput):
+		// git-upload-pack ended without a word on its output: why is on
+		// its standard error.
+		s.finished = true
+		status, text := s.waitExit(ctx)
+		if errtext.GitRepositoryNotFound(text) {
+			return fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, text)
+		}
+		return fmt.Errorf("%s on %s answered nothing (%s)%s", transport.UploadPackServiceName, s.addr, status, colonText(text))
+	case errors.As(err, &unexpected) && errtext.GitRepositoryNotFound(string(unexpected.Data)):
+		return fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, unexpected.Data)
+	default:
+		return fmt.Errorf("reading the references of %s: %w%s", s.addr, err, colonText(s.stderr.text()))
+	}
+}
+
+// UploadPack sends the request and returns the response, whose packfile is
+// read from the connection; closing the response closes the session. The
+// end of ctx closes the connection, until the session is closed.
+func (s *gitSSHSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	if req.IsEmpty() {
+		// The wants are all haves: nothing to fetch.
+		if err := s.finish(); err != nil {
+			return nil, err
+		}
+		return nil, transport.ErrEmptyUploadPackRequest
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := s.AdvertisedReferencesContext(ctx); err != nil {
+		return nil, err
+	}
+	s.packRun = true
+	s.closeWhenDone(ctx)
+	s.ctx = ctx
+	if err := s.sendRequest(req); err != nil {
+		return nil, s.connError(ctx, "sending the request to", err)
+	}
+	if _, err := s.stdout.Peek(1); err != nil {
+		if ctx.Err() != nil {
+			return nil, s.connError(ctx, "reading the answer of", err)
+		}
+		// Nothing to read: git-upload-pack failed (go-git's own session
+		// takes it for "up to date").
+		status, text := s.waitExit(ctx)
+		return nil, fmt.Errorf("%s on %s answered the request with nothing (%s)%s", transport.UploadPackServiceName, s.addr, status, colonText(text))
+	}
+	res := packp.NewUploadPackResponse(req)
+	if err := res.Decode(sessionReadCloser{Reader: s.stdout, s: s}); err != nil {
+		return nil, fmt.Errorf("decoding the answer of %s on %s: %w%s", transport.UploadPackServiceName, s.addr, err, colonText(s.stderr.text()))
+	}
+	return res, nil
+}
+
+// sendRequest writes the wants (and shallows, depth, filter), the haves and
+// "done", then closes the input: git-upload-pack answers the whole.
+func (s *gitSSHSession) sendRequest(req *packp.UploadPackRequest) error {
+	if err := req.UploadRequest.Encode(s.stdin); err != nil {
+		return fmt.Errorf("sending the wants: %w", err)
+	}
+	if err := req.UploadHaves.Encode(s.stdin, true); err != nil {
+		return fmt.Errorf("sending the haves: %w", err)
+	}
+	if err := pktline.NewEncoder(s.stdin).Encodef("done\n"); err != nil {
+		return fmt.Errorf("sending done: %w", err)
+	}
+	return s.stdin.Close()
+}
+
+// finish ends a session that read the advertisement and fetches nothing:
+// a flush-pkt tells git-upload-pack to exit.
+func (s *gitSSHSession) finish() error {
+	if s.finished || s.packRun || s.stdin == nil {
+		s.finished = true
+		return nil
+	}
+	s.finished = true
+	if _, err := s.stdin.Write(pktline.FlushPkt); err != nil {
+		return fmt.Errorf("ending %s on %s: %w", transport.UploadPackServiceName, s.addr, err)
+	}
+	return s.stdin.Close()
+}
+
+// Close ends git-upload-pack if it was not asked for a pack, waits a
+// little for its exit, and closes the connection. It may be called more
+// than once (go-git closes both the response and the session).
+func (s *gitSSHSession) Close() error {
+	s.closeOnce.Do(func() {
+		if !s.connecting {
+			// Closed before its first call: it never connects.
+			s.connecting = true
+			s.connErr = fmt.Errorf("the session with %s is closed", s.addr)
+		}
+		graceful := !s.finished && !s.packRun && s.advRefs != nil
+		if err := s.finish(); err == nil && graceful && s.exited != nil {
+			wait := min(s.t.timeout, time.Second)
+			select {
+			case <-s.exited:
+			case <-time.After(wait):
+			}
+		}
+		s.mu.Lock()
+		for _, stop := range s.stops {
+			stop()
+		}
+		s.stops = nil
+		s.mu.Unlock()
+		if s.client != nil {
+			_ = s.client.Close()
+		}
+		s.closeConn()
+	})
+	return nil
+}
+
+// waitExit waits, at most the transport's timeout, for git-upload-pack to
+// exit, and returns its status as words and its standard error.
+func (s *gitSSHSession) waitExit(ctx context.Context) (string, string) {
+	var timeout <-chan time.Time
+	if s.t.timeout > 0 {
+		timer := time.NewTimer(s.t.timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	status := "it did not exit"
+	select {
+	case err := <-s.exited:
+		var exit *ssh.ExitError
+		switch {
+		case err == nil:
+			status = "exit status 0"
+		case errors.As(err, &exit):
+			status = fmt.Sprintf("exit status %d", exit.ExitStatus())
+		default:
+			status = err.Error()
+		}
+	case <-ctx.Done():
+	case <-timeout:
+	}
+	return status, s.stderr.text()
+}
+
+// colonText is ": " and text, or "" for no text.
+func colonText(text string) string {
+	if text == "" {
+		return ""
+	}
+	return ": " + text
+}
+
+// ctxReader reads the session's output; a read that fails after the end of
+// the current call's context fails with that end.
+type ctxReader struct {
+	s *gitSSHSession
+	r io.Reader
+}
+
+func (r *ctxReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && r.s.ctx != nil && r.s.ctx.Err() != nil {
+		return n, r.s.ctx.Err()
+	}
+	return n, err
+}
+
+// sessionReadCloser is the packfile's reader: closing it closes the
+// session.
+type sessionReadCloser struct {
+	io.Reader
+	s *gitSSHSession
+}
+
+func (r sessionReadCloser) Close() error { return r.s.Close() }
+
+// boundedBuffer keeps the first max bytes written to it and drops the
+// rest, so that a server cannot fill memory through standard error.
+type boundedBuffer struct {
+	max int
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write keeps what fits and reports the whole written.
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// text returns what was kept, its surrounding space trimmed.
+func (b *boundedBuffer) text() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.TrimSpace(b.buf.String())
+}
