@@ -33,6 +33,11 @@ var (
 		Means:  "the directory of a Git source holds a symbolic link or a submodule (gitlink): files are read from tree objects, and a link could point out of the repository",
 		Action: "replace the link by the file it points to, or vendor the submodule's files",
 	})
+	ReasonGitHostKeyRefused = failure.Declare(failure.Reason{
+		Name: "GitHostKeyRefused", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "the SSH server presented a host key that the known_hosts of the Release's secretRef does not list for its host (or revokes): the server may be impersonated",
+		Action: "check the server's host key out of band, then correct known_hosts in the Secret",
+	})
 	ReasonGitRefsTooMany = failure.Declare(failure.Reason{
 		Name: "GitRefsTooMany", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
 		Means:  "the repository advertises more refs than --max-git-refs",
@@ -398,6 +403,9 @@ type gitLink struct {
 func gitFailure(what string, err error) error {
 	if f, ok := failure.As(err); ok {
 		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
+	}
+	if hk, ok := errors.AsType[*hostKeyError](err); ok {
+		return failure.New(ReasonGitHostKeyRefused, err, "%s: %s", what, hk.Error())
 	}
 	switch {
 	case errors.Is(err, transport.ErrRepositoryNotFound):

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,5 +246,45 @@ func TestGitHostile(t *testing.T) {
 	for _, u := range []string{"file:///etc", "git://127.0.0.1/apps.git", "https://bob:pw@127.0.0.1/apps.git", "ssh://git:pw@127.0.0.1/apps.git", "http://127.0.0.1"} {
 		ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: u, Ref: main}), inputsOf(), ReasonSourceInvalid)
 		assert.NotContains(t, ferr.Message, "pw", u)
+	}
+}
+
+// SSH through the Fetcher: identity and known_hosts from the Secret; a
+// known_hosts that lists another key for the host is refused before any
+// git-upload-pack runs; no known_hosts is refused before dialing.
+func TestGitSSH(t *testing.T) {
+	fx := newGitSSHFixture(t)
+	identity, err := ssh.MarshalPrivateKey(fx.clientKey, "")
+	require.NoError(t, err)
+	other := newTestSigner(t)
+	for _, tc := range []struct {
+		name       string
+		knownHosts []byte
+		reason     string
+	}{
+		{"matching host key", fx.srv.KnownHosts(), ""},
+		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(fx.srv.Addr)}, other.PublicKey()) + "\n"), ReasonGitHostKeyRefused},
+		{"no known_hosts", nil, ReasonCredentialsInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, _ := newFetcher(t)
+			sessions := fx.srv.Sessions()
+			data := map[string][]byte{"identity": pem.EncodeToMemory(identity)}
+			if tc.knownHosts != nil {
+				data["known_hosts"] = tc.knownHosts
+			}
+			rel := gitRelease(convoyv1alpha1.GitRepositorySource{URL: fx.srv.RepoURL("web.git"), Ref: convoyv1alpha1.GitReference{Branch: "main"},
+				SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ssh"}})
+			inputs := inputsOf(secret("ssh", corev1.SecretTypeOpaque, data))
+			if tc.reason != "" {
+				fetchErr(t, f, rel, inputs, tc.reason)
+				assert.Equal(t, sessions, fx.srv.Sessions(), "no git-upload-pack ran")
+				return
+			}
+			src, err := f.Fetch(context.Background(), rel, inputs)
+			require.NoError(t, err)
+			assert.Equal(t, fx.second, src.Resolved.Commit)
+			assert.NotEmpty(t, src.Files)
+		})
 	}
 }

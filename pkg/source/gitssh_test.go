@@ -24,7 +24,6 @@ import (
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	gitclient "github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -62,15 +61,24 @@ func loopbackDialer(policy egress.AddressPolicy, dialed *int) *net.Dialer {
 	return d
 }
 
-var installGitSSHOnce sync.Once
+// installGitSSH installs this package's transports (once per process:
+// go-git's table of protocols is global); each call then carries its
+// connection settings in a gitAuth (sshAuth).
+func installGitSSH() { installGitTransports() }
 
-// installGitSSH makes go-git's Remote and Clone use gitSSHTransport for
-// ssh:// URLs, with a policy that allows loopback only, once per test
-// process: go-git's table of protocols is global.
-func installGitSSH() {
-	installGitSSHOnce.Do(func() {
-		gitclient.InstallProtocol("ssh", newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), gitSSHTestTimeout))
-	})
+// sshAuth is the gitAuth of auth (an SSHAuth, passed as it is otherwise)
+// with a dialer that allows loopback only.
+func sshAuth(auth transport.AuthMethod) transport.AuthMethod {
+	var a *SSHAuth
+	switch v := auth.(type) {
+	case SSHAuth:
+		a = &v
+	case *SSHAuth:
+		a = v
+	default:
+		return auth
+	}
+	return &gitAuth{ssh: a, dialer: loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), timeout: gitSSHTestTimeout}
 }
 
 // gitRun runs git with args in dir, without the user's or the system's
@@ -114,6 +122,7 @@ func makeBareRepo(t *testing.T, root, name string) (first, second string) {
 type gitSSHFixture struct {
 	srv           *gitserver.SSHServer
 	auth          SSHAuth
+	clientKey     ed25519.PrivateKey
 	first, second string
 }
 
@@ -124,11 +133,14 @@ func newGitSSHFixture(t *testing.T) *gitSSHFixture {
 	root := t.TempDir()
 	first, second := makeBareRepo(t, root, "web.git")
 	makeBareRepo(t, root, "o'neil!.git")
-	signer := newTestSigner(t)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	signer, err := ssh.NewSignerFromKey(key)
+	require.NoError(t, err)
 	srv, err := gitserver.StartSSH(gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}})
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
-	return &gitSSHFixture{srv: srv, auth: SSHAuth{Signer: signer, KnownHosts: srv.KnownHosts()}, first: first, second: second}
+	return &gitSSHFixture{srv: srv, auth: SSHAuth{Signer: signer, KnownHosts: srv.KnownHosts()}, clientKey: key, first: first, second: second}
 }
 
 func newTestSigner(t *testing.T) ssh.Signer {
@@ -144,7 +156,7 @@ func newTestSigner(t *testing.T) ssh.Signer {
 func listRefs(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error) {
 	installGitSSH()
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: sshAuth(auth)})
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +191,7 @@ func TestGitSSHClonesShallow(t *testing.T) {
 	fx := newGitSSHFixture(t)
 	storage := memory.NewStorage()
 	repo, err := git.CloneContext(context.Background(), storage, nil, &git.CloneOptions{
-		URL: fx.srv.RepoURL("web.git"), Auth: &fx.auth, Depth: 1, SingleBranch: true,
+		URL: fx.srv.RepoURL("web.git"), Auth: sshAuth(&fx.auth), Depth: 1, SingleBranch: true,
 		ReferenceName: plumbing.NewBranchReferenceName("main"), Tags: git.NoTags,
 	})
 	require.NoError(t, err)

@@ -73,7 +73,7 @@ func (a *gitAuth) httpAuth() transport.AuthMethod {
 	return nil
 }
 
-var errNoGitAuth = errors.New("a Git request without convoy's connection settings is refused")
+var errNoGitAuth = fmt.Errorf("%w: a Git request without convoy's connection settings is refused", transport.ErrInvalidAuthMethod)
 
 // gitTransports is the one transport installed for https, http and ssh:
 // it builds each session from the call's gitAuth.

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -229,4 +234,50 @@ func TestGitManyReleasesOneListing(t *testing.T) {
 	t.Logf("%d Releases on one repository, %s: %d ref listings, %d fetches", releases, window, listings, fetches)
 	assert.LessOrEqual(t, listings, int(window/(2*time.Second))+2, "one listing per max age for all of them")
 	assert.Zero(t, fetches, "no fetch while nothing moves")
+}
+
+// SSH against git-upload-pack behind an SSH server on 127.0.0.1: the
+// identity and known_hosts of the Release's Secret; a known_hosts that
+// lists another key for the host is refused (GitHostKeyRefused; the unit
+// test TestGitSSH checks that no git-upload-pack runs then).
+func TestGitSSH(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	root := t.TempDir()
+	repo, err := gitserver.InitBare(root, "apps.git")
+	require.NoError(t, err)
+	commit, err := repo.Commit("main", monorepo(t, "blue"), "first")
+	require.NoError(t, err)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	signer, err := ssh.NewSignerFromKey(key)
+	require.NoError(t, err)
+	srv, err := gitserver.StartSSH(gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	identity, err := ssh.MarshalPrivateKey(key, "")
+	require.NoError(t, err)
+	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	other, err := ssh.NewSignerFromKey(otherKey)
+	require.NoError(t, err)
+	for name, knownHosts := range map[string][]byte{
+		"ssh-creds":  srv.KnownHosts(),
+		"ssh-forged": []byte(knownhosts.Line([]string{knownhosts.Normalize(srv.Addr)}, other.PublicKey()) + "\n"),
+	} {
+		_, err := kubeClient(t).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Data: map[string][]byte{"identity": pem.EncodeToMemory(identity), "known_hosts": knownHosts}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	src := gitSource(srv.RepoURL("apps.git"), convoyv1alpha1.GitReference{Branch: "main"}, "apps/plain")
+	src.Git.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: "ssh-creds"}
+	newSourceRelease(t, ns, "ssh", src)
+	newStandIn(t).apply(ns, "ssh")
+	waitInSync(t, ns, "ssh", metav1.ConditionTrue, "InSync")
+	assert.Equal(t, commit, getDiff(t, ns, "ssh", "").ResolvedSource.Commit)
+
+	forged := gitSource(srv.RepoURL("apps.git"), convoyv1alpha1.GitReference{Branch: "main"}, "apps/plain")
+	forged.Git.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: "ssh-forged"}
+	newSourceRelease(t, ns, "forged", forged)
+	assertSourceUndetermined(t, ns, "forged", source.ReasonGitHostKeyRefused, "host key mismatch")
 }
