@@ -130,7 +130,7 @@ func (r *Repo) Commit(branch string, tree Tree, message string) (string, error) 
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
-	if !strings.HasSuffix(message, "\n") {
+	if message == "" || message[len(message)-1] != '\n' {
 		message += "\n"
 	}
 	sha, err := r.git([]byte(message), args...)
