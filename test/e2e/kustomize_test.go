@@ -130,7 +130,7 @@ func TestKustomizeOverlayFromABundle(t *testing.T) {
 	second, err := reg.PushBundle(ctx, "bundles/podinfo", "v1", readDir(t, changed, "deploy/podinfo/"))
 	require.NoError(t, err)
 	cond := waitInSync(t, ns, "podinfo", metav1.ConditionFalse, "Drifted")
-	assert.Contains(t, cond.Message, "Deployment "+ns+"/prod-podinfo is Modified: spec.replicas")
+	assert.Contains(t, cond.Message, "Deployment.apps "+ns+"/prod-podinfo is Modified: spec.replicas")
 	assert.Equal(t, second, getDiff(t, ns, "podinfo", "").ResolvedSource.Digest, "the new digest")
 	assertSameAsKubectlKustomize(t, ns, "podinfo", filepath.Join(changed, "overlays/prod"))
 	standIn.apply(ns, "podinfo")
