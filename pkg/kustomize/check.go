@@ -105,6 +105,32 @@ var FileNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomizati
 type Files struct {
 	data map[string][]byte
 	dirs map[string]bool
+	// omitted are files of the source left out of data (over a limit of
+	// the source), and the directories they imply.
+	omitted, omittedDirs map[string]bool
+}
+
+// Omit records files of the source that were left out of f to keep it
+// within a limit: a kustomization that names one, or a directory of them,
+// is KustomizeTooLarge, not a remote base. It returns f.
+func (f *Files) Omit(names []string) *Files {
+	f.omitted, f.omittedDirs = map[string]bool{}, map[string]bool{}
+	for _, name := range names {
+		f.omitted[name] = true
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			f.omittedDirs[d] = true
+		}
+	}
+	return f
+}
+
+// leftOut is the refusal of a name that was omitted from the files, nil
+// for another.
+func (w *walker) leftOut(file, field, name, target string) error {
+	if !w.files.omitted[target] && !w.files.omittedDirs[target] {
+		return nil
+	}
+	return failure.New(ReasonKustomizeTooLarge, nil, "%s: %s: %s %q was left out of the source's files, which pass --max-artifact-bytes", w.where, file, field, name)
 }
 
 // NewFiles indexes files (name → content); names are clean relative paths.
@@ -261,6 +287,9 @@ func (w *walker) kustomization(dir string, depth int) (int, error) {
 					return 0, failure.New(ReasonKustomizeTooLarge, nil, "%s: building %s builds more than %d kustomizations (a base named more than once is built each time)", w.where, display(dir), w.limits.MaxBuilds)
 				}
 			default:
+				if err := w.leftOut(file, field, e, target); err != nil {
+					return 0, err
+				}
 				return 0, failure.New(ReasonKustomizeRemoteRefused, nil, "%s: %s: %s %q is not a file or directory of the source; kustomize would fetch it as a remote base, which convoy does not do", w.where, file, field, e)
 			}
 		}
@@ -395,6 +424,9 @@ func fileRefs(k *types.Kustomization) []fileRef {
 func (w *walker) fileRef(dir, file string, ref fileRef) error {
 	if isURL(ref.name) {
 		return failure.New(ReasonKustomizeRemoteRefused, nil, "%s: %s: %s %q is a URL, which kustomize would fetch over the network; convoy builds from the source's files only", w.where, file, ref.field, ref.name)
+	}
+	if err := w.leftOut(file, ref.field, ref.name, join(dir, ref.name)); err != nil {
+		return err
 	}
 	if escapes(dir, ref.name) || !w.files.has(join(dir, ref.name)) {
 		return failure.New(ReasonKustomizeInvalid, nil, "%s: %s: %s %q is not a file of the source under %s", w.where, file, ref.field, ref.name, display(dir))

@@ -203,3 +203,15 @@ func TestCheckCountsRepeatedBases(t *testing.T) {
 	_, err = Check(where, filesOf(chain(8, 2)), "app", Limits{MaxBuilds: 510})
 	require.Error(t, err)
 }
+
+// A base left out of the source's files (over a limit of the source) is
+// KustomizeTooLarge, not a remote base.
+func TestCheckOmittedFiles(t *testing.T) {
+	files := filesOf(map[string]string{"app/kustomization.yaml": "resources:\n- ../base\n"}).
+		Omit([]string{"base/kustomization.yaml", "base/cm.yaml"})
+	_, err := Check(where, files, "app", Limits{})
+	ferr, ok := failure.As(err)
+	require.True(t, ok, "not a failure: %v", err)
+	assert.Equal(t, ReasonKustomizeTooLarge, ferr.Reason)
+	assert.Contains(t, ferr.Message, `resources "../base" was left out of the source's files`)
+}

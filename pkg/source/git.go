@@ -26,6 +26,9 @@ import (
 // KindGitRepository is the kind of a ResolvedSource of a Git repository.
 const KindGitRepository = "GitRepository"
 
+// maxGitFiles bounds the files of a commit read.
+const maxGitFiles = 100_000
+
 // Reasons of Git sources beside the sources' own.
 var (
 	ReasonGitEntryUnsupported = failure.Declare(failure.Reason{
@@ -278,8 +281,51 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 	if err := checkGitEntries(where, a, dir); err != nil {
 		return nil, err
 	}
-	out.Files = a.files
+	if out.Files, out.Omitted, err = selectGitFiles(where, a.files, dir, int64(f.opts.MaxArtifactBytes)); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// selectGitFiles chooses the files of a commit a render gets, within
+// limit bytes and maxBundleFiles files: every file under dir (more is
+// ArtifactTooLarge), then the others, in path order, while they fit (a
+// kustomization may name a base anywhere in the repository); those that do
+// not fit are omitted, by name, so that a render that needs one says so.
+// A large file elsewhere in a monorepo does not fail the Releases that do
+// not read it.
+func selectGitFiles(where string, files []File, dir string, limit int64) ([]File, []string, error) {
+	under := func(name string) bool { return dir == "" || strings.HasPrefix(name, dir+"/") }
+	var out []File
+	left := limit
+	for _, file := range files {
+		if !under(file.Name) {
+			continue
+		}
+		if len(out) == maxBundleFiles {
+			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: path %s holds more than %d files", where, dir, maxBundleFiles)
+		}
+		if int64(len(file.Data)) > left {
+			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of path %s are larger than the limit of %d bytes (--max-artifact-bytes): file %s is %d bytes, %d are left",
+				where, dir, limit, file.Name, len(file.Data), left)
+		}
+		left -= int64(len(file.Data))
+		out = append(out, file)
+	}
+	var omitted []string
+	for _, file := range files {
+		if under(file.Name) {
+			continue
+		}
+		if len(out) == maxBundleFiles || int64(len(file.Data)) > left {
+			omitted = append(omitted, file.Name)
+			continue
+		}
+		left -= int64(len(file.Data))
+		out = append(out, file)
+	}
+	slices.SortFunc(out, func(x, y File) int { return strings.Compare(x.Name, y.Name) })
+	return out, omitted, nil
 }
 
 // fetchGit fetches r's commit and reads its tree.
@@ -315,7 +361,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, r *gitResolution, where string) 
 	if err != nil {
 		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: reading the commit's tree", where)
 	}
-	return readGitTree(where, tree, int64(f.opts.MaxArtifactBytes))
+	return readGitTree(where, tree, int64(f.opts.MaxGitBytes))
 }
 
 func orAny(ref string) string {
@@ -326,10 +372,12 @@ func orAny(ref string) string {
 }
 
 // readGitTree reads the regular files of tree, by path, within limit
-// bytes and maxBundleFiles files: the blob's size is checked before it is
-// read. Symbolic links and submodules are not read; their paths are kept
+// bytes (--max-git-bytes: they are what the fetch stored, inflated) and
+// maxGitFiles files: the blob's size is checked before it is read.
+// Symbolic links and submodules are not read; their paths are kept
 // (artifact.links) so that a directory that holds one is refused
-// (checkGitEntries).
+// (checkGitEntries). The content cache keeps the whole commit; each
+// render gets the files selectGitFiles chooses for its path.
 func readGitTree(where string, tree *object.Tree, limit int64) (*artifact, error) {
 	a := &artifact{}
 	left := limit
@@ -353,15 +401,15 @@ func readGitTree(where string, tree *object.Tree, limit int64) (*artifact, error
 		default:
 			continue
 		}
-		if len(a.files) == maxBundleFiles {
-			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the commit holds more than %d files", where, maxBundleFiles)
+		if len(a.files) == maxGitFiles {
+			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the commit holds more than %d files", where, maxGitFiles)
 		}
 		file, err := tree.TreeEntryFile(&entry)
 		if err != nil {
 			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: file %s", where, name)
 		}
 		if file.Size > left {
-			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of the commit are larger than the limit of %d bytes (--max-artifact-bytes): file %s is %d bytes, %d are left",
+			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of the commit are larger than the limit of %d bytes (--max-git-bytes): file %s is %d bytes, %d are left",
 				where, limit, name, file.Size, left)
 		}
 		content, err := file.Contents()

@@ -204,9 +204,14 @@ func TestGitHostile(t *testing.T) {
 	}
 	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "../x"}), inputsOf(), ReasonSourceInvalid)
 
+	// A file too large under the path fails; elsewhere it is left out.
 	small, _ := newFetcher(t, func(o *Options) { o.MaxArtifactBytes = 100 << 10 })
-	ferr = fetchErr(t, small, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonArtifactTooLarge)
+	ferr = fetchErr(t, small, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "big"}), inputsOf(), ReasonArtifactTooLarge)
 	assert.Contains(t, ferr.Message, "file big/blob.yaml is 204800 bytes")
+	src, err = small.Fetch(ctx, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/api"}), inputsOf())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"big/blob.yaml"}, src.Omitted)
+	assert.Equal(t, []string{"apps/api/cm.yaml", "apps/web/cm.yaml"}, fileNames(src))
 	tiny, _ := newFetcher(t, func(o *Options) { o.MaxGitBytes = 50 << 10 })
 	ferr = fetchErr(t, tiny, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonArtifactTooLarge)
 	assert.Contains(t, ferr.Message, "--max-git-bytes")

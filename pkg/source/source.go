@@ -163,6 +163,10 @@ type Source struct {
 	// Path is the directory of Files the Release renders: "" for the root
 	// (always, for a ConfigMap); a clean relative path (CleanPath).
 	Path string
+	// Omitted are files of the source outside Path that were left out of
+	// Files to keep them within --max-artifact-bytes (a Git commit), by
+	// name: a render that needs one fails with ArtifactTooLarge.
+	Omitted []string
 	// Resolved is the artifact fetched, for a registry or a repository.
 	Resolved *subresourcesv1alpha1.ResolvedSource
 }
