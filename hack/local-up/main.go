@@ -140,7 +140,12 @@ func run() error {
 	}
 
 	var gitServer *gitserver.Server
+	var gitTree gitserver.Tree
 	if *gitDir != "" {
+		// Read first: a wrong directory fails before the control plane starts.
+		if gitTree, err = gitserver.TreeFromDir(*gitDir); err != nil {
+			return fmt.Errorf("reading the Git example: %w", err)
+		}
 		if err := os.MkdirAll(filepath.Join(absDir, "git"), 0o755); err != nil {
 			return err
 		}
@@ -204,7 +209,7 @@ func run() error {
 
 	var gitExample string
 	if gitServer != nil {
-		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir); err != nil {
+		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir, gitTree); err != nil {
 			return err
 		}
 	}
@@ -316,15 +321,11 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 	return ref, nil
 }
 
-// releaseFromGit commits the files of dir to the repository podinfo.git
-// under root (branch main), which server serves, and creates the Release
+// releaseFromGit commits tree, the files of dir, to the repository
+// podinfo.git under root (branch main), which server serves, and creates the Release
 // demo/podinfo-git of its overlays/prod, which acts as the example's
 // ServiceAccount. It returns the repository's URL.
-func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string) (string, error) {
-	tree, err := gitserver.TreeFromDir(dir)
-	if err != nil {
-		return "", fmt.Errorf("reading the Git example: %w", err)
-	}
+func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree) (string, error) {
 	repo, err := gitserver.InitBare(root, "podinfo.git")
 	if err != nil {
 		return "", fmt.Errorf("creating the Git repository: %w", err)

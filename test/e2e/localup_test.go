@@ -51,7 +51,8 @@ func TestLocalUp(t *testing.T) {
 		"--crds", filepath.Join(env.root, "artifacts/crds"),
 		"--manifests", filepath.Join(env.root, "artifacts/rbac")+","+filepath.Join(env.root, "artifacts/rules"),
 		"--examples", filepath.Join(env.root, "artifacts/examples"),
-		"--chart", filepath.Join(env.root, "artifacts/charts/web"))
+		"--chart", filepath.Join(env.root, "artifacts/charts/web"),
+		"--git-example", filepath.Join(env.root, "artifacts/examples/kustomize"))
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr bytes.Buffer
