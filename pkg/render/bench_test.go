@@ -183,6 +183,10 @@ func BenchmarkRenderKustomization(b *testing.B) {
 			r := engine.Renderer(nil, MapperScoper{Mapper: testMapper()})
 			src := dirSource(files, "apps/web/overlays/prod")
 			other := slices.IndexFunc(src.Files, func(f source.File) bool { return f.Name == "apps/other-0/cm.yaml" })
+			// The cache holds the build before the first round measured.
+			if _, err := r.renderDirectory(context.Background(), release("unused"), src); err != nil {
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				src.Files[other].Data = fmt.Appendf(nil, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other-%d}\n", i)
