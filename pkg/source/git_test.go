@@ -270,6 +270,7 @@ func TestGitSSH(t *testing.T) {
 		{"matching host key", fx.srv.KnownHosts(), ""},
 		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(fx.srv.Addr)}, other.PublicKey()) + "\n"), ReasonGitHostKeyRefused},
 		{"no known_hosts", nil, ReasonCredentialsInvalid},
+		{"known_hosts of another host", []byte(knownhosts.Line([]string{"git.example.com"}, other.PublicKey()) + "\n"), ReasonCredentialsInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := newFetcher(t)

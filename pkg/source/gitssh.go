@@ -22,6 +22,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Git over SSH.
@@ -158,7 +159,9 @@ func (t *gitSSHTransport) NewUploadPackSession(ep *transport.Endpoint, am transp
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	hostKeys, err := newHostKeyCheck(auth.KnownHosts, addr)
 	if err != nil {
-		return nil, err
+		// The Release's known_hosts does not name the host: its Secret is
+		// to correct, not the server.
+		return nil, failure.New(ReasonCredentialsInvalid, err, "secretRef key %s: %v", knownHostsKey, err)
 	}
 	user := auth.User
 	if user == "" {
