@@ -351,6 +351,10 @@ func (f *Fetcher) fetchGit(ctx context.Context, r *gitResolution, where string) 
 		if f, ok := failure.As(err); ok {
 			return nil, f
 		}
+		if r.ref == "" && egress.NetworkFailure(err) == "" {
+			// Git says "not our ref" in its own words only.
+			return nil, failure.New(ReasonArtifactNotFound, err, "%s: the server did not send commit %s asked for by its hash (it must be reachable, and the server must allow it: uploadpack.allowReachableSHA1InWant; or name the branch to fetch it from)", where, r.commit)
+		}
 		return nil, gitFailure(where+": fetching the commit", err)
 	}
 	commit, err := object.GetCommit(storage, plumbing.NewHash(r.commit))

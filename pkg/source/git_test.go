@@ -98,7 +98,11 @@ func TestGitRefs(t *testing.T) {
 		})
 	}
 
-	// A commit by its hash alone, when the server lets one ask for it.
+	// A commit by its hash alone: refused by a server that does not let
+	// one ask for it, served by one that does.
+	f0, _ := newFetcher(t)
+	ferr := fetchErr(t, f0, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Commit: v12}}), inputsOf(), ReasonArtifactNotFound)
+	assert.Contains(t, ferr.Message, "uploadpack.allowReachableSHA1InWant")
 	require.NoError(t, g.repo.SetConfig("uploadpack.allowReachableSHA1InWant", "true"))
 	f, _ := newFetcher(t)
 	src, err := f.Fetch(context.Background(), gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Commit: v12}}), inputsOf())
