@@ -44,6 +44,9 @@ go run "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_TOOLS_VERSIO
   paths="./apis/convoy/..." \
   output:crd:artifacts:config=artifacts/crds
 
+# The default rule sets, from their source (artifacts/rules/source).
+go run ./hack/gen-rules
+
 # kustomize refuses files outside a kustomization's directory, so
 # artifacts/deploy keeps copies of the CRDs, the server's RBAC and the default
 # rule sets; they are generated here like the rest.
