@@ -32,11 +32,11 @@ func TestCRDValidation(t *testing.T) {
     labels: {team: x}
   - jsonPatch: [{op: replace, path: /spec/replicas, value: 3}]`)},
 		{name: "no source", object: release(`
-  source: {}`), wantErr: "exactly one of configMap, helmRepository or ociRepository must be set"},
+  source: {}`), wantErr: "exactly one of configMap, helmRepository, ociRepository or git must be set"},
 		{name: "two sources at once", object: release(`
   source:
     configMap: {name: m}
-    ociRepository: {url: "oci://example.test/chart"}`), wantErr: "exactly one of configMap, helmRepository or ociRepository must be set"},
+    ociRepository: {url: "oci://example.test/chart"}`), wantErr: "exactly one of configMap, helmRepository, ociRepository or git must be set"},
 		{name: "bad selector operator", object: release(`
   source: {configMap: {name: m}}
   healthAssessment:
@@ -80,6 +80,22 @@ func TestCRDValidation(t *testing.T) {
 			wantErr: "must not hold credentials (user:password@): use secretRef"},
 		{name: "OCI repository URL without credentials", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test:5000/charts/web", tag: "1"}}`)},
+		{name: "OCI repository path out of the bundle", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", path: "a/../../etc"}}`), wantErr: "must be relative to the bundle's root"},
+		{name: "Git source", object: release(`
+  source: {git: {url: "ssh://git@git.example.test:2222/apps.git", ref: {commit: "0123456789abcdef0123456789abcdef01234567", branch: main}, path: apps/web}}`)},
+		{name: "Git URL with a password", object: release(`
+  source: {git: {url: "https://bob:pw@git.example.test/apps.git", ref: {branch: main}}}`), wantErr: "must not hold credentials"},
+		{name: "Git ssh URL with a password", object: release(`
+  source: {git: {url: "ssh://git:pw@git.example.test/apps.git", ref: {branch: main}}}`), wantErr: "must not hold credentials"},
+		{name: "Git ref of two kinds", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main, tag: v1}}}`), wantErr: "exactly one of branch, tag, semver or commit"},
+		{name: "Git ref of no kind", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {}}}`), wantErr: "exactly one of branch, tag, semver or commit"},
+		{name: "Git short commit", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {commit: abc123}}}`), wantErr: "spec.source.git.ref.commit"},
+		{name: "Git file URL", object: release(`
+  source: {git: {url: "file:///etc", ref: {branch: main}}}`), wantErr: "spec.source.git.url"},
 		{name: "rule set without rules", object: `apiVersion: convoy.kumodo.io/v1alpha1
 kind: GlobalHealthRuleSet
 metadata: {name: empty}
