@@ -31,8 +31,9 @@ type Render struct {
 	Objects []*unstructured.Unstructured
 	// Size is the length of that JSON, in bytes.
 	Size int
-	// Resolved is the artifact a fresh render of an OCI or Helm repository
-	// source was made from; nil for a ConfigMap and a stored render.
+	// Resolved is the artifact (or Git commit) a fresh render of an OCI,
+	// Helm or Git repository source was made from; nil for a ConfigMap and
+	// a stored render.
 	Resolved *subresourcesv1alpha1.ResolvedSource
 }
 
@@ -48,7 +49,8 @@ type Renderer struct {
 // Render renders release: spec.source + spec.content + spec.mutations.
 //
 //  1. Source: fetched by the Engine's source.Fetcher (a ConfigMap of the
-//     Release's namespace, an OCI artifact, a chart of a Helm repository):
+//     Release's namespace, an OCI artifact, a chart of a Helm repository, a
+//     commit of a Git repository):
 //     a packaged Helm chart (see renderChart) or a directory of files: a
 //     kustomization, a chart's directory or plain manifests (see
 //     renderDirectory).
@@ -92,8 +94,9 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 }
 
 // ResolveSource returns the digest the source of release resolves to now
-// (a tag or a version constraint resolved, as its identity), "" for a
-// ConfigMap: what a render of release depends on beside its spec and inputs.
+// (a tag or a version constraint resolved, as its identity; "git:COMMIT"
+// for a Git source), "" for a ConfigMap: what a render of release depends
+// on beside its spec and inputs.
 func (r *Renderer) ResolveSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error) {
 	return r.engine.sources.Resolve(ctx, release, r.inputs)
 }

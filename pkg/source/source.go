@@ -1,8 +1,9 @@
 // Package source fetches the source of a Release, as its identity: a
 // ConfigMap of its namespace, an artifact of an OCI registry (a Helm chart as
-// helm push writes it, or a bundle of manifests), or a chart of a Helm
-// repository. A tag or a version constraint is resolved to a digest once per
-// fetch, and everything is then fetched and verified by digest. Credentials
+// helm push writes it, or a bundle of files), a chart of a Helm repository,
+// or a commit of a Git repository. A tag or a version constraint is resolved
+// to a digest once per fetch, and everything is then fetched and verified by
+// digest; a Git ref is resolved to a commit by one shared ref listing. Credentials
 // come from Secrets of the Release's namespace, read as its identity; nothing
 // is read from the server's disk or environment. Every connection goes
 // through the address policy, no proxy is used, and credentials go only to
@@ -265,7 +266,7 @@ func (f *Fetcher) Limits() Options { return f.opts }
 var errFetchTimeout = errors.New("fetch timeout")
 
 // Fetch fetches the source of release: spec.source.configMap,
-// spec.source.ociRepository or spec.source.helmRepository, reading what it
+// spec.source.ociRepository, spec.source.helmRepository or spec.source.git, reading what it
 // needs from the Release's namespace with inputs (as its identity). Every
 // error is a *failure.Error.
 func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
