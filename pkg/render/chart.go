@@ -24,9 +24,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 )
 
-// chartKey is the binaryData key of a source ConfigMap that holds a packaged chart.
-const chartKey = "chart.tgz"
-
 // renderChart renders a packaged Helm chart: it reads the Release's values
 // (spec.content, as its identity) here, and templates the chart with the
 // Renderer's ChartRunner, which convoy-apiserver runs in a child process
