@@ -34,6 +34,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 )
 
 // ChartKey is the binaryData key of a source ConfigMap that holds a
@@ -199,10 +200,6 @@ func CleanPath(p string) (string, error) {
 	}
 	return "", nil
 }
-
-// KustomizationFiles are the names of a kustomization, as kustomize looks
-// for them in a directory.
-var KustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
 // IsManifestFile tells whether a ConfigMap key or a file holds manifests.
 func IsManifestFile(name string) bool {
@@ -421,7 +418,7 @@ func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Sou
 	usable := false
 	for k, v := range cm.Data {
 		files = append(files, File{Name: k, Where: where + " key " + k, Data: []byte(v)})
-		usable = usable || IsManifestFile(k) || slices.Contains(KustomizationFiles, k)
+		usable = usable || IsManifestFile(k) || slices.Contains(kustomize.FileNames, k)
 	}
 	for k, v := range cm.BinaryData {
 		files = append(files, File{Name: k, Where: where + " binaryData key " + k, Data: v})

@@ -34,10 +34,7 @@ func (f *Fetcher) clientFor(tlsCfg *tls.Config, tlsKey string) *client {
 	if c, ok := f.clients.Get(tlsKey); ok {
 		return c
 	}
-	dialer := f.opts.Policy.Dialer(30 * time.Second)
-	if f.dialControl != nil {
-		dialer.Control = f.dialControl
-	}
+	dialer := f.dialer()
 	base := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
