@@ -1,6 +1,7 @@
 package source
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -416,15 +417,32 @@ func readGitTree(where string, tree *object.Tree, limit int64) (*artifact, error
 			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of the commit are larger than the limit of %d bytes (--max-git-bytes): file %s is %d bytes, %d are left",
 				where, limit, name, file.Size, left)
 		}
-		content, err := file.Contents()
+		// Read once into the bytes kept (Contents would copy it to a
+		// string first), no more than the blob's size.
+		data, err := readBlob(file)
 		if err != nil {
 			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: file %s", where, name)
 		}
-		left -= int64(len(content))
-		a.files = append(a.files, File{Name: name, Where: where + " file " + name, Data: []byte(content)})
+		left -= int64(len(data))
+		a.files = append(a.files, File{Name: name, Where: where + " file " + name, Data: data})
 	}
 	slices.SortFunc(a.files, func(x, y File) int { return strings.Compare(x.Name, y.Name) })
 	return a, nil
+}
+
+// readBlob reads the content of file, at most the size its object claims.
+func readBlob(file *object.File) ([]byte, error) {
+	r, err := file.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data := make([]byte, 0, file.Size)
+	buf := bytes.NewBuffer(data)
+	if _, err := io.Copy(buf, io.LimitReader(r, file.Size)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // checkGitEntries refuses a directory dir ("" the root) of a commit that
