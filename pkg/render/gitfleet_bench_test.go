@@ -61,7 +61,8 @@ func BenchmarkGitFleet(b *testing.B) {
 	}
 	runner := &countingRunner{}
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	engine := NewEngine(source.NewFetcher(source.Options{}), runner, Limits{})
+	engine := NewEngine(source.NewFetcher(source.Options{Policy: egress.AddressPolicy{AllowLoopback: true}, Clock: clk}), runner, Limits{}).
+		WithBuildCache(DefaultBuildCacheBytes, time.Hour, clock.RealClock{})
 	renderer := engine.Renderer(nil, MapperScoper{Mapper: testMapper()})
 	fleet := make([]*convoyv1alpha1.Release, releases)
 	for i := range fleet {
