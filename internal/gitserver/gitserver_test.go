@@ -451,3 +451,17 @@ func TestProcessEnvironmentDoesNotApply(t *testing.T) {
 	assert.Contains(t, out, sha+"\trefs/heads/main")
 	assert.Contains(t, out, sha+"\trefs/tags/v1")
 }
+
+// StartRepo serves the one repository it creates.
+func TestStartRepo(t *testing.T) {
+	repo, s, err := StartRepo(Options{Root: t.TempDir()}, "one.git")
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	sha, err := repo.Commit("main", Tree{Files: map[string]string{"a.yaml": "a: b\n"}}, "first")
+	require.NoError(t, err)
+	out, err := exec.Command("git", "ls-remote", s.RepoURL("one.git"), "refs/heads/main").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(out), sha)
+	_, _, err = StartRepo(Options{Root: t.TempDir()}, "../escape.git")
+	assert.Error(t, err)
+}

@@ -97,6 +97,20 @@ var backendPath = sync.OnceValues(func() (string, error) {
 	return p, nil
 })
 
+// StartRepo creates the bare repository name under opts.Root and starts a
+// Server on it: the fixture of a test that needs one repository.
+func StartRepo(opts Options, name string) (*Repo, *Server, error) {
+	repo, err := InitBare(opts.Root, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := Start(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return repo, s, nil
+}
+
 // Start serves the repositories under opts.Root on 127.0.0.1 with git
 // http-backend. git's defaults stand, so the client chooses the protocol
 // version (git sends Git-Protocol for v2; go-git speaks v0).

@@ -40,9 +40,7 @@ type gitFixture struct {
 func startGit(t *testing.T, opts gitserver.Options) *gitFixture {
 	t.Helper()
 	opts.Root = t.TempDir()
-	repo, err := gitserver.InitBare(opts.Root, "apps.git")
-	require.NoError(t, err)
-	s, err := gitserver.Start(opts)
+	repo, s, err := gitserver.StartRepo(opts, "apps.git")
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return &gitFixture{repo: repo, server: s, url: s.RepoURL("apps.git")}

@@ -36,9 +36,7 @@ type gitRepo struct {
 func startGitRepo(t *testing.T, opts gitserver.Options) *gitRepo {
 	t.Helper()
 	opts.Root = t.TempDir()
-	repo, err := gitserver.InitBare(opts.Root, "apps.git")
-	require.NoError(t, err)
-	s, err := gitserver.Start(opts)
+	repo, s, err := gitserver.StartRepo(opts, "apps.git")
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return &gitRepo{Repo: repo, server: s, url: s.RepoURL("apps.git")}
