@@ -23,7 +23,7 @@ targets=(
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
   ./pkg/source:FuzzIndex ./pkg/source:FuzzUnbundle ./pkg/source:FuzzDockerConfig
   ./pkg/health:FuzzDefaultRules ./cmd/kubectl-convoy/cmd:FuzzReadObjects
-  ./pkg/kustomize:FuzzCheck
+  ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile
 )
 failed=0
 for t in "${targets[@]}"; do

@@ -3,13 +3,15 @@ package health
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
@@ -176,15 +178,29 @@ func BenchmarkPass1000(b *testing.B) {
 // baselineRulesDir holds the default rule sets before issue 21.
 const baselineRulesDir = "testdata/baseline-rules"
 
-// caseObjects are the objects of every default-rule case of testdata/rules,
-// built-in kinds and custom resources.
+// caseObjects are the objects of every default-rule case of
+// artifacts/rules/cases (pkg/rulecases reads and runs them; it imports this
+// package, so the benchmark reads the objects alone), built-in kinds and
+// custom resources.
 func caseObjects(t testing.TB) []map[string]any {
 	t.Helper()
+	files, err := filepath.Glob("../../artifacts/rules/cases/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
 	var out []map[string]any
-	all := loadCases(t)
-	for _, file := range slices.Sorted(maps.Keys(all)) {
-		for _, c := range all[file] {
-			out = append(out, c.Object)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		var cases struct {
+			Cases []struct {
+				Object map[string]any `json:"object"`
+			} `json:"cases"`
+		}
+		require.NoError(t, yaml.Unmarshal(data, &cases), f)
+		for _, c := range cases.Cases {
+			j, err := yaml.Marshal(c.Object)
+			require.NoError(t, err)
+			out = append(out, object(t, string(j)))
 		}
 	}
 	return out

@@ -142,6 +142,30 @@ func (r *CompiledRule) message(ctx context.Context, act *activation) string {
 	return fmt.Sprintf("%s failed: %s", r, oneLine(r.Rule.Expression))
 }
 
+// CheckMessage evaluates the rule's messageExpression on obj, as Evaluate
+// would when the rule returns false, and says what is wrong with it: an
+// error, a result that is not a string, or an empty string (Evaluate then
+// falls back to the rule's message, silently). Nil when the rule has no
+// messageExpression or it gives a non-empty string. Rule authors' case
+// runs (pkg/rulecases) call it on every case their rule fails.
+func (r *CompiledRule) CheckMessage(ctx context.Context, obj map[string]any) error {
+	if r.messageProgram == nil {
+		return nil
+	}
+	out, _, err := r.messageProgram.ContextEval(ctx, &activation{object: withoutNulls(obj)})
+	if err != nil {
+		return fmt.Errorf("%s: messageExpression cannot be evaluated: %w", r, err)
+	}
+	s, ok := out.(types.String)
+	if !ok {
+		return fmt.Errorf("%s: messageExpression returned %s, not a string", r, out.Type().TypeName())
+	}
+	if oneLine(string(s)) == "" {
+		return fmt.Errorf("%s: messageExpression returned an empty string", r)
+	}
+	return nil
+}
+
 // oneLine folds the white space of s, line breaks included, into single
 // spaces.
 func oneLine(s string) string {

@@ -1,14 +1,13 @@
 package cmd
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,27 +16,49 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/cli-runtime/pkg/resource"
 	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	defaultrules "github.com/kumodo/convoy-apiserver/artifacts/rules"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
-	"github.com/kumodo/convoy-apiserver/pkg/manifest"
+	"github.com/kumodo/convoy-apiserver/pkg/rulecases"
 )
 
-// maxObjectFile bounds what rules test reads from one file or stdin.
+// maxObjectFile bounds what rules test reads from stdin.
 const maxObjectFile = 64 << 20
+
+// The exit codes of `kubectl convoy rules test`, its own (not wait's).
+const (
+	// rulesExitOK: every object is Healthy; with --cases, every case gives
+	// its state and message (and, with --require-coverage, every rule is
+	// exercised).
+	rulesExitOK = 0
+	// rulesExitNotAsExpected: an object is not Healthy; with --cases, a
+	// case failed or (with --require-coverage) a rule is not exercised.
+	rulesExitNotAsExpected = 1
+	// rulesExitError: the command could not judge: a bad flag, a file that
+	// cannot be read or parsed, rules that do not compile, a case file that
+	// is not valid.
+	rulesExitError = 2
+)
 
 // rulesTestOptions are the flags of `kubectl convoy rules test`.
 type rulesTestOptions struct {
 	*Options
-	filenames    []string
-	rulePaths    []string
-	withDefaults bool
-	release      string
-	output       string
+	files           genericclioptions.FileNameFlags
+	filenames       []string
+	kustomize       string
+	recursive       bool
+	cases           []string
+	requireCoverage bool
+	rulePaths       []string
+	withDefaults    bool
+	release         string
+	output          string
 }
 
 func newRulesCommand(o *Options) *cobra.Command {
@@ -51,11 +72,24 @@ func newRulesCommand(o *Options) *cobra.Command {
 
 func newRulesTestCommand(o *Options) *cobra.Command {
 	t := &rulesTestOptions{Options: o}
+	t.files = genericclioptions.FileNameFlags{
+		Usage:     "Files or directories of objects to assess (.yaml, .yml, .json); - for stdin",
+		Filenames: &t.filenames, Kustomize: &t.kustomize, Recursive: &t.recursive,
+	}
 	cmd := &cobra.Command{
-		Use:   "test -f FILE [-f FILE...]",
+		Use:   "test (-f FILENAME | -k DIRECTORY | --cases FILENAME)",
 		Short: "Evaluate health rules on objects from files, as the health loop would",
-		Long: `Evaluate health rules on objects read from files or stdin (-f -), offline, and
-print for each object its state, the rule that decided it and its message.
+		Long: `Evaluate health rules on objects read from files, a kustomization or stdin
+(-f, -k, -R, -f - as kubectl reads them), offline, and print for each object its
+state, the rule that decided it and its message.
+
+With --cases, run case files instead: each case is an object with the state and
+the message (or a pattern of it) its author expects; rules test prints the cases
+that fail, and which rule gave what. Every rule a case applies to is also
+evaluated on its own: a rule that cannot be evaluated on the object, or whose
+messageExpression gives no message, fails the case. --require-coverage fails
+too when a rule is never passed or never failed by a case. The case file format
+is in the users' documentation (docs/users/rule-cases.md).
 
 The rules are, by default, the default rule sets of this version of convoy
 (GlobalHealthRuleSets labeled convoy.kumodo.io/default: "true"). With --rules, the
@@ -67,10 +101,12 @@ An object no rule applies to is Healthy. A failing rule gives Progressing (the
 health loop turns it Degraded once the Release's deadline passes) or Suspended
 (whenFalse: Suspended). A rule that cannot be evaluated gives Unknown.
 
-Exit status: 0 when every object is Healthy, 1 when one is not, 2 on an error (a
-file that does not parse, a rule that does not compile: the message names it).
-Use it in CI to test your own rules on objects you saved, as Argo CD's Lua health
-checks are tested with health_test.yaml.
+Exit status (rules test's own):
+  0  every object is Healthy; with --cases, every case passes
+  1  an object is not Healthy; with --cases, a case fails (or, with
+     --require-coverage, a rule is not exercised)
+  2  no verdict: a bad flag, a file that cannot be read or parsed, a rule that
+     does not compile, a case file that is not valid (the message names it)
 
 Offline, the plural resource name a rule matches is guessed from the kind, as
 kubectl does for a kind it does not know (Ingress: ingresses); with --release the
@@ -81,18 +117,23 @@ cluster's discovery gives it.`,
   # Your rule sets on saved objects, in CI
   kubectl convoy rules test --rules health/ -f testdata/degraded-rollout.yaml
 
+  # Your rule sets against their cases, every rule exercised both ways
+  kubectl convoy rules test --rules health/ --cases health/cases/ --require-coverage
+
   # The rules Release web selects, on a saved object
   kubectl convoy rules test --release web -n shop -f certificate.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := t.Validate(); err != nil {
-				return &ExitError{Code: exitWaitError, Err: err}
+				return &ExitError{Code: rulesExitError, Err: err}
 			}
 			return t.Run(cmd)
 		},
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: exitWaitError, Err: err} })
-	cmd.Flags().StringSliceVarP(&t.filenames, "filename", "f", nil, "Files or directories (.yaml, .yml, .json) of objects to assess; - for stdin")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: rulesExitError, Err: err} })
+	t.files.AddFlags(cmd.Flags())
+	cmd.Flags().StringSliceVar(&t.cases, "cases", nil, "Case files or directories of them to run (-R: their subdirectories too), instead of -f or -k")
+	cmd.Flags().BoolVar(&t.requireCoverage, "require-coverage", false, "With --cases: exit 1 unless every rule passes on a case and fails on another")
 	cmd.Flags().StringSliceVar(&t.rulePaths, "rules", nil, "Files or directories of HealthRuleSets and GlobalHealthRuleSets to use instead of the default sets")
 	cmd.Flags().BoolVar(&t.withDefaults, "with-defaults", false, "With --rules: use the default rule sets too")
 	cmd.Flags().StringVar(&t.release, "release", "", "Use the rule sets this Release (in --namespace) selects on the cluster")
@@ -103,15 +144,25 @@ cluster's discovery gives it.`,
 
 // Validate checks the flags.
 func (t *rulesTestOptions) Validate() error {
+	objects := len(t.filenames) > 0 || t.kustomize != ""
 	switch {
-	case len(t.filenames) == 0:
-		return errors.New("no objects: give -f FILE (or -f - for stdin)")
+	case !objects && len(t.cases) == 0:
+		return errors.New("no objects: give -f FILE (or -f - for stdin), -k DIRECTORY or --cases FILE")
+	case objects && len(t.cases) > 0:
+		return errors.New("--cases runs the objects of its cases: it cannot be used with -f or -k")
+	case t.requireCoverage && len(t.cases) == 0:
+		return errors.New("--require-coverage goes with --cases")
 	case t.release != "" && len(t.rulePaths) > 0:
 		return errors.New("--release and --rules cannot be used together")
 	case t.withDefaults && len(t.rulePaths) == 0:
 		return errors.New("--with-defaults goes with --rules")
 	case t.output != outputTable && t.output != outputJSON && t.output != outputYAML:
 		return fmt.Errorf("unknown output format %q: use table, json or yaml", t.output)
+	}
+	for _, f := range append(slices.Clone(t.filenames), t.rulePaths...) {
+		if strings.HasPrefix(f, "http://") || strings.HasPrefix(f, "https://") {
+			return fmt.Errorf("%s: rules test reads local files only", f)
+		}
 	}
 	return nil
 }
@@ -129,28 +180,38 @@ type RuleResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Run reads the rules and the objects, evaluates and prints.
+// Run reads the rules and the objects (or the cases), evaluates and prints.
 func (t *rulesTestOptions) Run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	objects, err := readObjects(t.filenames, t.Streams.In)
+	var cases []*rulecases.Case
+	var objects []*unstructured.Unstructured
+	var err error
+	if len(t.cases) > 0 {
+		cases, err = rulecases.Load(t.cases, t.recursive)
+	} else {
+		objects, err = readObjects(t.files.ToOptions(), t.Streams.In)
+	}
 	if err != nil {
-		return &ExitError{Code: exitWaitError, Err: err}
+		return &ExitError{Code: rulesExitError, Err: err}
 	}
 	sets, mapper, err := t.ruleSets(cmd)
 	if err != nil {
-		return &ExitError{Code: exitWaitError, Err: err}
+		return &ExitError{Code: rulesExitError, Err: err}
 	}
 	rules, err := health.NewCompiler(0).Compile(sets)
 	if err != nil {
-		return &ExitError{Code: exitWaitError, Err: fmt.Errorf("the rules do not compile: %w", err)}
+		return &ExitError{Code: rulesExitError, Err: fmt.Errorf("the rules do not compile: %w", err)}
+	}
+	plural := func(gvk schema.GroupVersionKind) string { return pluralOf(mapper, gvk) }
+	if cases != nil {
+		return t.runCases(ctx, rules, plural, cases)
 	}
 
 	results := make([]RuleResult, 0, len(objects))
 	healthy := true
 	for _, obj := range objects {
 		gvk := obj.GroupVersionKind()
-		resource := pluralOf(mapper, gvk)
-		v := health.Evaluate(ctx, rules.For(gvk.GroupVersion().String(), resource), obj.Object)
+		v := health.Evaluate(ctx, rules.For(gvk.GroupVersion().String(), plural(gvk)), obj.Object)
 		r := RuleResult{
 			APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
 			State: v.State(), Message: v.Message,
@@ -162,10 +223,25 @@ func (t *rulesTestOptions) Run(cmd *cobra.Command) error {
 		results = append(results, r)
 	}
 	if err := printRuleResults(t.Streams.Out, t.output, results); err != nil {
-		return &ExitError{Code: exitWaitError, Err: err}
+		return &ExitError{Code: rulesExitError, Err: err}
 	}
 	if !healthy {
-		return &ExitError{Code: exitNotReached}
+		return &ExitError{Code: rulesExitNotAsExpected}
+	}
+	return nil
+}
+
+// runCases runs the cases and prints the report: in a table, the cases
+// that fail and (with --require-coverage) the rules not exercised, then a
+// summary line; in JSON or YAML, the whole report.
+func (t *rulesTestOptions) runCases(ctx context.Context, rules *health.Rules, plural rulecases.PluralFunc, cases []*rulecases.Case) error {
+	report := rulecases.Run(ctx, rules, plural, cases)
+	failed, unexercised := report.Failed(), report.Unexercised()
+	if err := printCaseReport(t.Streams.Out, t.output, report, failed, unexercised, t.requireCoverage); err != nil {
+		return &ExitError{Code: rulesExitError, Err: err}
+	}
+	if len(failed) > 0 || t.requireCoverage && len(unexercised) > 0 {
+		return &ExitError{Code: rulesExitNotAsExpected}
 	}
 	return nil
 }
@@ -183,14 +259,14 @@ func (t *rulesTestOptions) ruleSets(cmd *cobra.Command) ([]health.RuleSet, meta.
 	var globals []*convoyv1alpha1.GlobalHealthRuleSet
 	var locals []*convoyv1alpha1.HealthRuleSet
 	if len(t.rulePaths) == 0 || t.withDefaults {
-		g, _, err := readRuleSets(defaultrules.Files, []string{"."}, nil)
+		g, err := defaultrules.Default()
 		if err != nil {
 			return nil, nil, fmt.Errorf("the default rule sets: %w", err)
 		}
 		globals = append(globals, g...)
 	}
 	if len(t.rulePaths) > 0 {
-		g, l, err := readRuleSets(nil, t.rulePaths, t.Streams.In)
+		g, l, err := readRuleSets(resource.FilenameOptions{Filenames: t.rulePaths, Recursive: t.recursive}, t.Streams.In)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -272,11 +348,11 @@ func pluralOf(mapper meta.RESTMapper, gvk schema.GroupVersionKind) string {
 	return plural.Resource
 }
 
-// readObjects reads the objects of paths (files, directories of .yaml, .yml
-// and .json files, or - for in), Lists flattened.
-func readObjects(paths []string, in io.Reader) ([]*unstructured.Unstructured, error) {
+// readObjects reads the objects of files as kubectl does (files,
+// directories, -R, -k; - is in, read up to maxObjectFile), Lists flattened.
+func readObjects(files resource.FilenameOptions, in io.Reader) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	err := eachObject(nil, paths, in, func(_ string, obj *unstructured.Unstructured) error {
+	err := eachObject(files, in, func(obj *unstructured.Unstructured) error {
 		out = append(out, obj)
 		return nil
 	})
@@ -284,18 +360,17 @@ func readObjects(paths []string, in io.Reader) ([]*unstructured.Unstructured, er
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no objects in %s", strings.Join(paths, ", "))
+		return nil, errors.New("no objects in " + strings.Join(append(slices.Clone(files.Filenames), files.Kustomize), " "))
 	}
 	return out, nil
 }
 
-// readRuleSets reads the HealthRuleSets and GlobalHealthRuleSets of paths in
-// fsys (the local file system when nil), strictly: an unknown field is an
-// error. Other kinds are an error too.
-func readRuleSets(fsys fs.FS, paths []string, in io.Reader) ([]*convoyv1alpha1.GlobalHealthRuleSet, []*convoyv1alpha1.HealthRuleSet, error) {
+// readRuleSets reads the HealthRuleSets and GlobalHealthRuleSets of files,
+// strictly: an unknown field is an error. Other kinds are an error too.
+func readRuleSets(files resource.FilenameOptions, in io.Reader) ([]*convoyv1alpha1.GlobalHealthRuleSet, []*convoyv1alpha1.HealthRuleSet, error) {
 	var globals []*convoyv1alpha1.GlobalHealthRuleSet
 	var locals []*convoyv1alpha1.HealthRuleSet
-	err := eachObject(fsys, paths, in, func(where string, obj *unstructured.Unstructured) error {
+	err := eachObject(files, in, func(obj *unstructured.Unstructured) error {
 		data, err := obj.MarshalJSON()
 		if err != nil {
 			return err
@@ -304,87 +379,52 @@ func readRuleSets(fsys fs.FS, paths []string, in io.Reader) ([]*convoyv1alpha1.G
 		case convoyv1alpha1.SchemeGroupVersion.WithKind("GlobalHealthRuleSet"):
 			var set convoyv1alpha1.GlobalHealthRuleSet
 			if err := yaml.UnmarshalStrict(data, &set); err != nil {
-				return fmt.Errorf("%s: GlobalHealthRuleSet %s: %w", where, obj.GetName(), err)
+				return fmt.Errorf("GlobalHealthRuleSet %s: %w", obj.GetName(), err)
 			}
 			globals = append(globals, &set)
 		case convoyv1alpha1.SchemeGroupVersion.WithKind("HealthRuleSet"):
 			var set convoyv1alpha1.HealthRuleSet
 			if err := yaml.UnmarshalStrict(data, &set); err != nil {
-				return fmt.Errorf("%s: HealthRuleSet %s: %w", where, obj.GetName(), err)
+				return fmt.Errorf("HealthRuleSet %s: %w", obj.GetName(), err)
 			}
 			locals = append(locals, &set)
 		default:
-			return fmt.Errorf("%s: %s %s is not a HealthRuleSet or a GlobalHealthRuleSet of %s", where, gvk.Kind, obj.GetName(), convoyv1alpha1.SchemeGroupVersion)
+			return fmt.Errorf("%s %s is not a HealthRuleSet or a GlobalHealthRuleSet of %s", gvk.Kind, obj.GetName(), convoyv1alpha1.SchemeGroupVersion)
 		}
 		return nil
 	})
 	return globals, locals, err
 }
 
-// eachObject calls fn with every object of the files of paths, in fsys (the
-// local file system when nil; - is in), parsed as the render parses plain
-// manifests (manifest.ParseFile).
-func eachObject(fsys fs.FS, paths []string, in io.Reader, fn func(where string, obj *unstructured.Unstructured) error) error {
-	readFile, stat, readDir := os.ReadFile, os.Stat, os.ReadDir
-	if fsys != nil {
-		readFile = func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) }
-		stat = func(name string) (fs.FileInfo, error) { return fs.Stat(fsys, name) }
-		readDir = func(name string) ([]fs.DirEntry, error) { return fs.ReadDir(fsys, name) }
-	}
-	var files []string
-	for _, p := range paths {
-		if p == "-" {
-			files = append(files, p)
-			continue
-		}
-		info, err := stat(p)
-		if err != nil {
-			return err
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		entries, err := readDir(p)
-		if err != nil {
-			return err
-		}
-		var names []string
-		for _, e := range entries {
-			switch filepath.Ext(e.Name()) {
-			case ".yaml", ".yml", ".json":
-				if !e.IsDir() {
-					names = append(names, filepath.Join(p, e.Name()))
-				}
-			}
-		}
-		sort.Strings(names)
-		files = append(files, names...)
-	}
-	for _, f := range files {
+// eachObject calls fn with every object of files, read by cli-runtime's
+// local builder as kubectl reads -f, -R and -k; - is in (at most
+// maxObjectFile bytes), not the process's stdin.
+func eachObject(files resource.FilenameOptions, in io.Reader, fn func(*unstructured.Unstructured) error) error {
+	stdin := slices.Contains(files.Filenames, "-")
+	files.Filenames = slices.DeleteFunc(slices.Clone(files.Filenames), func(f string) bool { return f == "-" })
+	b := resource.NewLocalBuilder().Unstructured().FilenameParam(false, &files)
+	if stdin {
 		var data []byte
-		var err error
-		where := f
-		if f == "-" {
-			data, err = io.ReadAll(io.LimitReader(in, maxObjectFile+1))
-			where = "stdin"
-		} else {
-			data, err = readFile(f)
-		}
+		data, err := io.ReadAll(io.LimitReader(in, maxObjectFile+1))
 		if err != nil {
-			return err
+			return fmt.Errorf("stdin: %w", err)
 		}
 		if len(data) > maxObjectFile {
-			return fmt.Errorf("%s: larger than %d MiB", where, maxObjectFile>>20)
+			return fmt.Errorf("stdin: larger than %d MiB", maxObjectFile>>20)
 		}
-		objs, err := manifest.ParseFile(where, f, data)
-		if err != nil {
-			return err
+		b = b.Stream(bytes.NewReader(data), "stdin")
+	}
+	infos, err := b.Flatten().Do().Infos()
+	if err != nil {
+		return err
+	}
+	for _, info := range infos {
+		obj, ok := info.Object.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("%s: %T is not an object", info.Source, info.Object)
 		}
-		for _, obj := range objs {
-			if err := fn(where, obj); err != nil {
-				return err
-			}
+		if err := fn(obj); err != nil {
+			return fmt.Errorf("%s: %w", info.Source, err)
 		}
 	}
 	return nil
@@ -392,21 +432,8 @@ func eachObject(fsys fs.FS, paths []string, in io.Reader, fn func(where string, 
 
 // printRuleResults writes results as a table, or as a JSON or YAML list.
 func printRuleResults(w io.Writer, output string, results []RuleResult) error {
-	switch output {
-	case outputJSON, outputYAML:
-		list := map[string]any{"results": results}
-		var data []byte
-		var err error
-		if output == outputJSON {
-			data, err = json.MarshalIndent(list, "", "  ")
-		} else {
-			data, err = yaml.Marshal(list)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
+	if output == outputJSON || output == outputYAML {
+		return printValue(w, output, map[string]any{"results": results})
 	}
 	tw := printers.GetNewTabWriter(w)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tSTATE\tRULE\tMESSAGE")
@@ -417,4 +444,54 @@ func printRuleResults(w io.Writer, output string, results []RuleResult) error {
 		}, "\t"))
 	}
 	return tw.Flush()
+}
+
+// printCaseReport writes the report of a case run: as a table, one row per
+// failure of a case, then (withCoverage) one per rule not exercised, then a
+// summary; as JSON or YAML, the whole report.
+func printCaseReport(w io.Writer, output string, report *rulecases.Report, failed []rulecases.Result, unexercised []rulecases.RuleCoverage, withCoverage bool) error {
+	if output == outputJSON || output == outputYAML {
+		return printValue(w, output, report)
+	}
+	tw := printers.GetNewTabWriter(w)
+	if len(failed) > 0 {
+		fmt.Fprintln(tw, "CASE\tSTATE\tRULE\tFAILURE")
+		for _, r := range failed {
+			for _, f := range r.Failures {
+				fmt.Fprintln(tw, strings.Join([]string{cell(r.Case.ID()), cell(string(r.State)), cell(r.Rule), cell(f)}, "\t"))
+			}
+		}
+	}
+	if withCoverage && len(unexercised) > 0 {
+		if len(failed) > 0 {
+			fmt.Fprintln(tw)
+		}
+		fmt.Fprintln(tw, "RULE\tAPIVERSION\tRESOURCES\tPASSED\tFAILED")
+		for _, c := range unexercised {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", cell(c.Rule), cell(c.APIVersion), cell(strings.Join(c.Resources, ",")), c.Passed, c.Failed)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d cases, %d failed; %d of %d rules not both passed and failed by a case\n",
+		len(report.Results), len(failed), len(unexercised), len(report.Coverage))
+	return err
+}
+
+// printValue writes v, a Go value (not an API object), as indented JSON or
+// as YAML.
+func printValue(w io.Writer, output string, v any) error {
+	var data []byte
+	var err error
+	if output == outputJSON {
+		data, err = json.MarshalIndent(v, "", "  ")
+	} else {
+		data, err = yaml.Marshal(v)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(data)
+	return err
 }
