@@ -52,9 +52,11 @@ test-unit:
 test-e2e: testbin
 	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
 
-## verify: generated code is current, code is formatted and vetted
+## verify: generated code and reference pages are current, code is
+## formatted and vetted, the Markdown's links name files and headings that exist
 verify:
 	hack/verify-codegen.sh
+	$(GO) test -count=1 ./internal/docscheck/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd hack/tools/testbin && $(GO) mod verify >/dev/null

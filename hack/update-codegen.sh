@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Generates deepcopy, OpenAPI (with model names), the clientset, listers,
 # informers and apply configurations (k8s.io/code-generator, version from
-# go.mod) and the CRD manifests in artifacts/crds (controller-gen).
+# go.mod), the CRD manifests in artifacts/crds (controller-gen) and the
+# reference pages in docs/reference (hack/gen-docs).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -55,3 +56,7 @@ for dir in crds rbac rules; do
   mkdir -p "artifacts/deploy/base/copies/$dir"
   cp artifacts/$dir/*.yaml "artifacts/deploy/base/copies/$dir/"
 done
+
+# The reference pages docs/reference/{flags,reasons,metrics}.md, from the
+# code; the generator overwrites them and leaves other files alone.
+go run ./hack/gen-docs

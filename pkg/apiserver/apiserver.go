@@ -124,6 +124,17 @@ type Server struct {
 	Observer         *observer.Observer
 }
 
+// RegisterMetrics registers the metrics of convoy-apiserver with the legacy
+// registry that it serves on /metrics: those of every package that declares
+// some (docs/reference/metrics.md lists them).
+func RegisterMetrics() {
+	observer.RegisterMetrics()
+	version.RegisterMetrics()
+	cluster.RegisterMetrics()
+	compare.RegisterMetrics()
+	source.RegisterMetrics()
+}
+
 // New wires convoy-apiserver: the clients of its own cluster, the engines
 // (target clusters, compare, drift check, sync requester), the REST storage
 // of subresources.convoy.kumodo.io on them, and the observer's loops on the
@@ -169,11 +180,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	hostname, _ := os.Hostname()
 	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, Name+"/"+hostname)
 
-	observer.RegisterMetrics()
-	version.RegisterMetrics()
-	cluster.RegisterMetrics()
-	compare.RegisterMetrics()
-	source.RegisterMetrics()
+	RegisterMetrics()
 	// Charts are templated by children of this very binary (render.ChildArg),
 	// which the render timeout kills.
 	exe, err := os.Executable()

@@ -4,23 +4,25 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
-var targetRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+// metricSet holds the target-cluster and snapshot metrics.
+var metricSet = metricset.New()
+
+var targetRequests = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem:      "convoy_target",
 	Name:           "requests_total",
 	Help:           "Requests to target clusters by cluster (\"\" is the local one), operation (read, list, dry_run, discovery, other) and HTTP code (\"error\" when there is no answer).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cluster", "operation", "code"})
 
-var targetResponsesTooLarge = metrics.NewCounterVec(&metrics.CounterOpts{
+var targetResponsesTooLarge = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem:      "convoy_target",
 	Name:           "responses_too_large_total",
 	Help:           "Answers of target clusters refused for their size (--max-target-response-bytes) by cluster (\"\" is the local one) and operation (read, list, dry_run, discovery, other); a LIST refused makes its pass read the objects one by one.",
@@ -28,20 +30,20 @@ var targetResponsesTooLarge = metrics.NewCounterVec(&metrics.CounterOpts{
 }, []string{"cluster", "operation"})
 
 var (
-	snapshotLookups = metrics.NewCounterVec(&metrics.CounterOpts{
+	snapshotLookups = metricSet.CounterVec(&metrics.CounterOpts{
 		Subsystem:      "convoy_snapshot",
 		Name:           "lookups_total",
 		Help:           "Asks for a shared metadata-only LIST by how they were answered: listed (this ask sent the LIST), shared (a LIST sent or in flight for an earlier ask), one_by_one (not worth a LIST: the objects are read one by one).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
-	snapshotListSeconds = metrics.NewHistogram(&metrics.HistogramOpts{
+	snapshotListSeconds = metricSet.Histogram(&metrics.HistogramOpts{
 		Subsystem:      "convoy_snapshot",
 		Name:           "list_duration_seconds",
 		Help:           "How long a shared metadata-only LIST took, every page.",
 		Buckets:        []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		StabilityLevel: metrics.ALPHA,
 	})
-	snapshotListErrors = metrics.NewCounter(&metrics.CounterOpts{
+	snapshotListErrors = metricSet.Counter(&metrics.CounterOpts{
 		Subsystem:      "convoy_snapshot",
 		Name:           "list_errors_total",
 		Help:           "Shared metadata-only LISTs that failed (the passes of their window read one by one).",
@@ -52,7 +54,7 @@ var (
 // targetRefusals counts what convoy-apiserver refuses of a Cluster: a
 // kubeconfig it will not use, an address its policy refuses, an answer over
 // its limit.
-var targetRefusals = metrics.NewCounterVec(&metrics.CounterOpts{
+var targetRefusals = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem:      "convoy_target",
 	Name:           "refusals_total",
 	Help:           "Refusals of what a Cluster's kubeconfig or API server asks for, by reason: ClusterConfigInvalid (a kubeconfig that reads files, runs programs, uses a proxy or is not usable), AddressNotAllowed (an address the policy refuses), ResponseTooLarge (an answer over --max-target-response-bytes). A rise tells an attack or a misconfiguration without reading every Release.",
@@ -62,15 +64,9 @@ var targetRefusals = metrics.NewCounterVec(&metrics.CounterOpts{
 // countRefusal counts a refusal of reason.
 func countRefusal(reason string) { targetRefusals.WithLabelValues(reason).Inc() }
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the target-cluster metrics with the legacy
 // registry that the API server serves on /metrics.
-func RegisterMetrics() {
-	registerOnce.Do(func() {
-		legacyregistry.MustRegister(targetRequests, targetResponsesTooLarge, targetRefusals, snapshotLookups, snapshotListSeconds, snapshotListErrors)
-	})
-}
+func RegisterMetrics() { metricSet.Register() }
 
 // countingTransport counts the requests to one target cluster.
 type countingTransport struct {

@@ -1,23 +1,21 @@
 package compare
 
 import (
-	"sync"
-
 	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
-var cacheResults = metrics.NewCounterVec(&metrics.CounterOpts{
+// metricSet holds the compare metrics.
+var metricSet = metricset.New()
+
+var cacheResults = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem:      "convoy_compare",
 	Name:           "cache_results_total",
 	Help:           "Lookups of the compare cache by result (hit: the compare of an unchanged object reused without a dry run; miss).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"result"})
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the compare metrics with the legacy registry that
 // the API server serves on /metrics.
-func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(cacheResults) })
-}
+func RegisterMetrics() { metricSet.Register() }

@@ -2,43 +2,22 @@ package failure_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/kumodo/convoy-apiserver/internal/gosrc"
 )
 
 // goFiles parses the non-test, non-generated Go files under the project's
 // pkg/, cmd/ and internal/.
 func goFiles(t *testing.T) map[string]*ast.File {
 	t.Helper()
-	fset := token.NewFileSet()
-	files := map[string]*ast.File{}
-	for _, root := range []string{"../../pkg", "../../cmd", "../../internal"} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			switch {
-			case err != nil:
-				return err
-			case d.IsDir() && (d.Name() == "generated" || d.Name() == "testdata"):
-				return filepath.SkipDir
-			case d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go"):
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				return err
-			}
-			files[filepath.ToSlash(strings.TrimPrefix(path, "../../"))] = f
-			return nil
-		})
-		require.NoError(t, err)
-	}
-	require.NotEmpty(t, files)
+	files, err := gosrc.Files("../..", "pkg", "cmd", "internal")
+	require.NoError(t, err)
 	return files
 }
 

@@ -1,12 +1,10 @@
 package observer
 
 import (
-	"sync"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	// The depth, adds and latency of the drift and health queues
 	// (workqueue_depth{name="drift"}, ...), and client-go's request metrics.
@@ -14,49 +12,53 @@ import (
 	_ "k8s.io/component-base/metrics/prometheus/workqueue"
 
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
 const metricsSubsystem = "convoy_observer"
 
+// metricSet holds the observer's metrics.
+var metricSet = metricset.New()
+
 var (
-	passDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+	passDuration = metricSet.HistogramVec(&metrics.HistogramOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "pass_duration_seconds",
 		Help:           "Duration of one drift or health pass of a Release.",
 		Buckets:        metrics.ExponentialBuckets(0.005, 2, 14),
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"loop"})
-	passResults = metrics.NewCounterVec(&metrics.CounterOpts{
+	passResults = metricSet.CounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "pass_results_total",
 		Help:           "Passes by loop and by the status and reason of the condition they found (InSync or Healthy).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"loop", "status", "reason"})
-	syncRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+	syncRequests = metricSet.CounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "sync_requests_total",
 		Help:           "Sync requests the observer sent, by loop.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"loop"})
-	celErrors = metrics.NewCounter(&metrics.CounterOpts{
+	celErrors = metricSet.Counter(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "cel_evaluation_errors_total",
 		Help:           "Health rules that could not be evaluated (runtime error, cost limit, non-bool result).",
 		StabilityLevel: metrics.ALPHA,
 	})
-	panics = metrics.NewCounterVec(&metrics.CounterOpts{
+	panics = metricSet.CounterVec(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "panics_total",
 		Help:           "Passes that panicked, by loop; each ended as Undetermined or CannotAssess (InternalError), the stack in the log.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"loop"})
-	contestedFields = metrics.NewGauge(&metrics.GaugeOpts{
+	contestedFields = metricSet.Gauge(&metrics.GaugeOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "contested_fields",
 		Help:           "Fields another manager takes back after each self-heal (contested), over all Releases; their self-heal backs off.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	isLeader = metrics.NewGauge(&metrics.GaugeOpts{
+	isLeader = metricSet.Gauge(&metrics.GaugeOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "leader",
 		Help:           "1 while this replica holds the lease and runs the loops.",
@@ -64,16 +66,9 @@ var (
 	})
 )
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the observer's metrics with the legacy registry
 // that the API server serves on /metrics.
-func RegisterMetrics() {
-	registerOnce.Do(func() {
-		legacyregistry.MustRegister(passDuration, passResults, syncRequests, celErrors, panics, isLeader, contestedFields)
-		legacyregistry.CustomMustRegister(conditions)
-	})
-}
+func RegisterMetrics() { metricSet.Register() }
 
 // SetLeader records whether this replica runs the loops.
 func SetLeader(leading bool) {
@@ -87,14 +82,16 @@ func SetLeader(leading bool) {
 // releaseConditionDesc is one series per Release and condition, like Argo
 // CD's argocd_app_info: `convoy_release_condition{type="InSync",status="False"} == 1`
 // selects the drifted Releases.
-var releaseConditionDesc = metrics.NewDesc("convoy_release_condition",
+var releaseConditionDesc = metricSet.Desc(metricset.Gauge, "convoy_release_condition",
 	"1 for each condition of each Release, with its type, status and reason as labels; reported by the replica that runs the loops.",
-	[]string{"namespace", "name", "type", "status", "reason"}, nil, metrics.ALPHA, "")
+	[]string{"namespace", "name", "type", "status", "reason"}, metrics.ALPHA)
 
 // conditions reports the conditions of the Releases in the informer cache of
 // the running loops; it reports nothing while this replica does not run them,
 // so that replicas never report a Release twice.
 var conditions = &conditionCollector{}
+
+func init() { metricSet.Custom(conditions) }
 
 type conditionCollector struct {
 	metrics.BaseStableCollector

@@ -1,22 +1,23 @@
 package source
 
 import (
-	"sync"
-
 	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
+// metricSet holds the source metrics.
+var metricSet = metricset.New()
+
 var (
-	fetchesRunning = metrics.NewGauge(&metrics.GaugeOpts{
+	fetchesRunning = metricSet.Gauge(&metrics.GaugeOpts{
 		Subsystem:      "convoy_source",
 		Name:           "fetches_running",
 		Help:           "Requests to registries and repositories (a tag's HEAD, an index, a download) that hold a slot of --max-concurrent-fetches now.",
 		StabilityLevel: metrics.ALPHA,
 	})
-	fetchesWaiting = metrics.NewGauge(&metrics.GaugeOpts{
+	fetchesWaiting = metricSet.Gauge(&metrics.GaugeOpts{
 		Subsystem:      "convoy_source",
 		Name:           "fetches_waiting",
 		Help:           "Requests to registries and repositories waiting for a slot: of their namespace (--max-concurrent-fetches-per-namespace) or of all (--max-concurrent-fetches).",
@@ -28,7 +29,7 @@ var (
 // by reason (failure.IsRefusal): what a Release names that it will not reach, read
 // or keep. Failures of the far end (unreachable, unauthorized, not found,
 // timeout) are not refusals.
-var refusals = metrics.NewCounterVec(&metrics.CounterOpts{
+var refusals = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem: "convoy_source",
 	Name:      "refusals_total",
 	Help: "Fetches and resolutions of a Release's source that convoy-apiserver refused, by reason: AddressNotAllowed, SourceInvalid (a URL with credentials, plain http), " +
@@ -44,10 +45,6 @@ func counted(err error) error {
 	return err
 }
 
-var registerOnce sync.Once
-
 // RegisterMetrics registers the source metrics with the legacy registry that
 // the API server serves on /metrics.
-func RegisterMetrics() {
-	registerOnce.Do(func() { legacyregistry.MustRegister(fetchesRunning, fetchesWaiting, refusals) })
-}
+func RegisterMetrics() { metricSet.Register() }

@@ -6,10 +6,10 @@ package version
 import (
 	"fmt"
 	"runtime"
-	"sync"
 
 	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
 // Set at build time with
@@ -44,21 +44,19 @@ func (i Info) String() string {
 	return fmt.Sprintf("%s (commit %s, built %s, %s, %s)", i.GitVersion, i.GitCommit, i.BuildDate, i.GoVersion, i.Platform)
 }
 
-var (
-	buildInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
-		Name:           "convoy_build_info",
-		Help:           "1, with the version, commit and Go version of the running convoy-apiserver as labels.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"version", "git_commit", "go_version"})
-	registerOnce sync.Once
-)
+// metricSet holds convoy_build_info.
+var metricSet = metricset.New()
+
+var buildInfo = metricSet.GaugeVec(&metrics.GaugeOpts{
+	Name:           "convoy_build_info",
+	Help:           "1, with the version, commit and Go version of the running convoy-apiserver as labels.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"version", "git_commit", "go_version"})
 
 // RegisterMetrics registers convoy_build_info with the legacy registry that
-// the API server serves on /metrics.
+// the API server serves on /metrics, and sets it.
 func RegisterMetrics() {
-	registerOnce.Do(func() {
-		legacyregistry.MustRegister(buildInfo)
-		i := Get()
-		buildInfo.WithLabelValues(i.GitVersion, i.GitCommit, i.GoVersion).Set(1)
-	})
+	metricSet.Register()
+	i := Get()
+	buildInfo.WithLabelValues(i.GitVersion, i.GitCommit, i.GoVersion).Set(1)
 }
