@@ -118,8 +118,8 @@ func safeFileName(s string) string {
 
 // GrantServiceAccounts binds every ServiceAccount of namespace (the group
 // system:serviceaccounts:NAMESPACE) to a Role that allows everything in it,
-// as a tenant grants the identity of its Releases (see the README,
-// "Tenancy and security").
+// as a tenant grants the identity of its Releases (see
+// docs/users/identity.md, "What to grant a Release's ServiceAccount").
 func (c *ControlPlane) GrantServiceAccounts(ctx context.Context, namespace string) error {
 	cs, err := kubernetes.NewForConfig(c.kas.config)
 	if err != nil {

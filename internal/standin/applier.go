@@ -59,7 +59,7 @@ type ClientsFunc func(ctx context.Context, release *convoyv1alpha1.Release) (*Cl
 
 // AsIdentity gives the clients of the Release's Access: its ServiceAccount on
 // the local cluster, or its Cluster's kubeconfig, as convoy's controller
-// acts (DESIGN.md, "Tenancy").
+// acts (docs/users/identity.md).
 func AsIdentity(targets cluster.Targets) ClientsFunc {
 	return func(ctx context.Context, release *convoyv1alpha1.Release) (*Clients, error) {
 		access, err := targets.ForRelease(ctx, release)

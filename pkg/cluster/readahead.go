@@ -16,8 +16,8 @@ import (
 )
 
 // FullListCostRatio is how many objects of a LIST of whole objects cost
-// about as much kube-apiserver work as one GET of one of them (see "Speed"
-// in docs/internals.md for what was measured). It is lower than
+// about as much kube-apiserver work as one GET of one of them (see "One
+// check" in docs/contributors/performance.md for what was measured). It is lower than
 // ListCostRatio: a whole object is serialized, not only its metadata.
 const FullListCostRatio = 10
 

@@ -89,7 +89,8 @@ func (s *Snapshot) Len() int { return s.n }
 // only when it is worth it (worthListing); else it answers
 // ErrNotWorthListing and the passes read one by one. An error (the identity
 // may not list) is kept for the window too. The rules, their bounds and the
-// runs that made them are in docs/internals.md ("Fleet scale").
+// runs that made them are in docs/contributors/internals.md and
+// docs/contributors/performance.md ("Fleet scale").
 type Snapshots struct {
 	client    metadata.Interface
 	seed      maphash.Seed
@@ -102,7 +103,7 @@ type Snapshots struct {
 
 // ListCostRatio is how many objects of a metadata-only LIST cost about as
 // much kube-apiserver work as one GET of a whole object (see "Fleet scale" in
-// docs/internals.md for what was measured).
+// docs/contributors/performance.md for what was measured).
 const ListCostRatio = 50
 
 // ErrNotWorthListing says that Snapshots did not LIST for this window

@@ -73,9 +73,10 @@ type Limits struct {
 	// (--max-render-bytes, default 32 MiB).
 	MaxBytes int
 	// Memory bounds the memory of the process that templates one chart
-	// (--render-memory-limit, default 256 MiB): RLIMIT_DATA, which counts
-	// the Go heap and every private writable mapping, so it bounds the real
-	// memory the process can take (docs/internals.md: what a render needs).
+	// (--render-memory-limit): RLIMIT_DATA, which counts the Go heap and
+	// every private writable mapping, so it bounds the real memory the
+	// process can take (docs/contributors/performance.md: what a render
+	// needs).
 	Memory int
 }
 

@@ -11,7 +11,7 @@
 // the requests of the whole server share a number of slots, of which one
 // namespace holds a few at most. What a fleet can
 // share is cached without letting one tenant read another's artifact: see
-// docs/internals.md, "Sources".
+// docs/contributors/internals.md, "Sources".
 package source
 
 import (

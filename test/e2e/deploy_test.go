@@ -571,8 +571,9 @@ func TestDeployServerDryRun(t *testing.T) {
 }
 
 // TestDeployFreshCluster installs artifacts/deploy for real on an empty
-// cluster (a kube-apiserver of its own) the way README.md says, switches it
-// to the dev overlay and back, and checks what the objects look like there.
+// cluster (a kube-apiserver of its own) the way docs/operators/install.md
+// says, switches it to the dev overlay and back, and checks what the objects
+// look like there.
 func TestDeployFreshCluster(t *testing.T) {
 	ctx := context.Background()
 	target, err := env.cp.StartTargetCluster(ctx, "deploy")
@@ -596,7 +597,8 @@ func TestDeployFreshCluster(t *testing.T) {
 		}
 	}
 
-	// README.md: the CRDs first, wait until they are served, then everything.
+	// docs/operators/install.md: the CRDs first, wait until they are served,
+	// then everything.
 	mustKubectl(t, kc, "", "apply", "--server-side", "--field-manager="+deployFieldManager, "-f", filepath.Join(env.root, "artifacts/crds"))
 	mustKubectl(t, kc, "", "wait", "--for=condition=Established", "--timeout=60s", "-f", filepath.Join(env.root, "artifacts/crds"))
 	second := apply(deployDir)
@@ -636,7 +638,8 @@ func TestDeployFreshCluster(t *testing.T) {
 	assert.True(t, annotated)
 	assert.Equal(t, prodArgs, deploymentArgs())
 
-	// Without cert-manager the CA is set by hand (README.md); applying again
+	// Without cert-manager the CA is set by hand (artifacts/deploy/README.md,
+	// "The serving certificate"); applying again
 	// keeps it, since the manifest does not name the field.
 	caBundle := base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
 	mustKubectl(t, kc, "", "patch", "apiservice", apiServiceName, "--type=merge", "-p", `{"spec":{"caBundle":"`+caBundle+`"}}`)
