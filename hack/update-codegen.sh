@@ -55,3 +55,14 @@ for dir in crds rbac rules; do
   mkdir -p "artifacts/deploy/base/copies/$dir"
   cp artifacts/$dir/*.yaml "artifacts/deploy/base/copies/$dir/"
 done
+
+# The Helm chart holds the same CRDs (crds/, which Helm installs first) and,
+# under files/, the default rule sets and the user roles its templates
+# include: copies too, so that the chart and the kustomize install cannot
+# drift apart.
+chart=artifacts/charts/convoy-apiserver
+rm -rf "$chart/crds" "$chart/files/rules"
+mkdir -p "$chart/crds" "$chart/files/rules"
+cp artifacts/crds/*.yaml "$chart/crds/"
+cp artifacts/rules/*.yaml "$chart/files/rules/"
+cp artifacts/deploy/base/user-roles.yaml "$chart/files/user-roles.yaml"
