@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build print-docker-build-args testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
+.PHONY: all build image testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
 
 all: build
 
@@ -24,8 +24,26 @@ build:
 	$(GO) build -o $(BIN_DIR)/local-up ./hack/local-up
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN_DIR)/kubectl-convoy ./cmd/kubectl-convoy
 
-print-docker-build-args:
-	@echo --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE)
+# The image (docs/operators/image-and-chart.md): REPOSITORY:TAG, the tag being
+# the build stamp with "+" (not allowed in a tag) made "-". The chart's
+# appVersion and the kustomize base name the tag of a release, which is what
+# `make image` writes on the commit tagged with it.
+IMAGE        ?= ghcr.io/kumodo/convoy-apiserver
+IMAGE_TAG    ?= $(subst +,-,$(VERSION))
+IMAGE_SOURCE ?= https://github.com/kumodo/convoy-apiserver
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# IMAGE_PUSH=REGISTRY/REPOSITORY:TAG pushes the index there too (credentials
+# of ~/.docker/config.json).
+IMAGE_PUSH   ?=
+
+## image: the OCI image layout of convoy-apiserver for linux/amd64 and
+## linux/arm64 at bin/image, built without a container engine (hack/image);
+## IMAGE_PUSH=REGISTRY/REPOSITORY:TAG pushes it
+image:
+	$(GO) run ./hack/image --out $(BIN_DIR)/image --ldflags "$(LDFLAGS)" \
+		--repository "$(IMAGE)" --tag "$(IMAGE_TAG)" \
+		--source "$(IMAGE_SOURCE)" --revision "$(IMAGE_REVISION)" --version "$(VERSION)" --created "$(BUILD_DATE)" \
+		$(if $(IMAGE_PUSH),--push "$(IMAGE_PUSH)")
 
 ## testbin: build (once) kube-apiserver, kubectl and etcd into ~/.cache/convoy/testbin
 testbin:

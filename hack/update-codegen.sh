@@ -60,3 +60,14 @@ done
 # The reference pages docs/reference/{flags,reasons,metrics}.md, from the
 # code; the generator overwrites them and leaves other files alone.
 go run ./hack/gen-docs
+
+# The Helm chart holds the same CRDs (crds/, which Helm installs first) and,
+# under files/, the default rule sets and the user roles its templates
+# include: copies too, so that the chart and the kustomize install cannot
+# drift apart.
+chart=artifacts/charts/convoy-apiserver
+rm -rf "$chart/crds" "$chart/files/rules"
+mkdir -p "$chart/crds" "$chart/files/rules"
+cp artifacts/crds/*.yaml "$chart/crds/"
+cp artifacts/rules/*.yaml "$chart/files/rules/"
+cp artifacts/deploy/base/user-roles.yaml "$chart/files/user-roles.yaml"

@@ -5,6 +5,11 @@ package main
 import (
 	"os"
 
+	// CA roots in the binary, used when the system has none: the image is
+	// an empty base with the binary alone (hack/image), and registries,
+	// Helm repositories and Git servers of the Releases are reached over
+	// TLS.
+	_ "golang.org/x/crypto/x509roots/fallback"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/component-base/cli"
 

@@ -1,6 +1,6 @@
 // Package version is the build stamp of convoy-apiserver and kubectl-convoy:
-// `make build` sets it with -ldflags -X (see the Makefile and the
-// Dockerfile); a plain `go build` reports v0.0.0-dev.
+// `make build` and `make image` set it with -ldflags -X (see the Makefile);
+// a plain `go build` reports v0.0.0-dev.
 package version
 
 import (

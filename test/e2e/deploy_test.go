@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -35,13 +34,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/installrender"
 )
 
 // deployFieldManager is the server-side apply field manager of the deploy tests.
@@ -88,29 +87,14 @@ var (
 	}
 )
 
-// objectKey names an object the way the tests compare sets of objects.
-func objectKey(u *unstructured.Unstructured) string {
-	gvk := u.GroupVersionKind()
-	return fmt.Sprintf("%s/%s %s/%s", gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName())
-}
-
 // decodeObjects decodes a stream of YAML documents; empty documents are skipped.
 func decodeObjects(t *testing.T, r io.Reader, what string) []*unstructured.Unstructured {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		err := dec.Decode(&m)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		require.NoError(t, err, "decoding %s", what)
-		if len(m) == 0 {
-			continue
-		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
-	}
+	data, err := io.ReadAll(r)
+	require.NoError(t, err, "reading %s", what)
+	objs, err := installrender.Decode(data)
+	require.NoError(t, err, "decoding %s", what)
+	return objs
 }
 
 // sourceObjects decodes every YAML file that matches the glob (relative to
@@ -140,38 +124,11 @@ func byKey(t *testing.T, objs []*unstructured.Unstructured) map[string]*unstruct
 	t.Helper()
 	m := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		k := objectKey(o)
+		k := installrender.Key(o)
 		require.NotContains(t, m, k, "two objects %s", k)
 		m[k] = o
 	}
 	return m
-}
-
-// collapseBlankLines returns a copy of u with every run of line breaks in its
-// strings made one.
-func collapseBlankLines(u *unstructured.Unstructured) *unstructured.Unstructured {
-	var walk func(v any) any
-	walk = func(v any) any {
-		switch v := v.(type) {
-		case string:
-			for strings.Contains(v, "\n\n") {
-				v = strings.ReplaceAll(v, "\n\n", "\n")
-			}
-			return v
-		case map[string]any:
-			for k, e := range v {
-				v[k] = walk(e)
-			}
-		case []any:
-			for i, e := range v {
-				v[i] = walk(e)
-			}
-		}
-		return v
-	}
-	c := u.DeepCopy()
-	walk(c.Object)
-	return c
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -236,7 +193,7 @@ func TestDeployRender(t *testing.T) {
 			// indented with an extra line break ("exists(c,\n\n  (c.type"),
 			// where the YAML spec and kubectl -f have one. For the CEL of the
 			// rule sets that is whitespace between tokens: compare without it.
-			w, g = collapseBlankLines(w), collapseBlankLines(g)
+			w, g = installrender.CollapseBlankLines(w), installrender.CollapseBlankLines(g)
 		}
 		assert.Equal(t, w.Object, g.Object, "%s differs from its source", k)
 	}
@@ -250,14 +207,14 @@ func TestDeployRender(t *testing.T) {
 	for _, o := range rendered {
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		require.NoError(t, err, objectKey(o))
+		require.NoError(t, err, installrender.Key(o))
 		switch {
 		case m.Scope.Name() != meta.RESTScopeNameNamespace:
-			assert.Empty(t, o.GetNamespace(), "cluster-scoped %s has a namespace", objectKey(o))
+			assert.Empty(t, o.GetNamespace(), "cluster-scoped %s has a namespace", installrender.Key(o))
 		case gvk.Kind == "RoleBinding" && o.GetName() == authReaderName:
-			assert.Equal(t, "kube-system", o.GetNamespace(), objectKey(o))
+			assert.Equal(t, "kube-system", o.GetNamespace(), installrender.Key(o))
 		default:
-			assert.Equal(t, deployNamespace, o.GetNamespace(), objectKey(o))
+			assert.Equal(t, deployNamespace, o.GetNamespace(), installrender.Key(o))
 		}
 	}
 	find(t, rendered, "/Namespace", "", deployNamespace)
@@ -270,7 +227,9 @@ func TestDeployRender(t *testing.T) {
 	assert.Equal(t, deployName, pod.ServiceAccountName)
 	find(t, rendered, "/ServiceAccount", deployNamespace, pod.ServiceAccountName)
 	assert.Equal(t, prodArgs, c.Args)
-	assert.Equal(t, "ghcr.io/kumodo/convoy-apiserver:latest", c.Image)
+	// The tag of a release, the chart's appVersion
+	// (installrender.TestChartImageTagMatchesKustomize).
+	assert.Equal(t, "ghcr.io/kumodo/convoy-apiserver:v0.1.0", c.Image)
 	require.Len(t, c.Ports, 1)
 	assert.Equal(t, corev1.ContainerPort{Name: "https", ContainerPort: 8443, Protocol: corev1.ProtocolTCP}, c.Ports[0])
 	for path, probe := range map[string]*corev1.Probe{"/livez": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
