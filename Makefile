@@ -66,6 +66,7 @@ test: test-unit testbin
 test-unit:
 	$(GO) test -race $(GOTEST_FLAGS) $(UNIT_PKGS)
 	$(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
+	cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...
 
 test-e2e: testbin
 	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
@@ -78,6 +79,7 @@ verify:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd hack/tools/testbin && $(GO) mod verify >/dev/null
+	cd hack/tools/promql && $(GO) mod verify >/dev/null && $(GO) vet ./...
 
 ## fuzz: every native fuzz target for FUZZTIME each (default 1m, or a count
 ## such as 300x); a crash is written to testdata/fuzz/ and becomes a test case

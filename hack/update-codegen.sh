@@ -71,3 +71,10 @@ mkdir -p "$chart/crds" "$chart/files/rules"
 cp artifacts/crds/*.yaml "$chart/crds/"
 cp artifacts/rules/*.yaml "$chart/files/rules/"
 cp artifacts/deploy/base/user-roles.yaml "$chart/files/user-roles.yaml"
+
+# The metric names the monitoring artifacts use, each expression checked with
+# Prometheus's own parser (hack/tools/promql, a module of its own).
+(cd hack/tools/promql && go run . \
+  -rules "$root/artifacts/monitoring/prometheusrule.yaml" \
+  -dashboard "$root/artifacts/monitoring/dashboard.json" \
+  -names "$root/artifacts/monitoring/metric-names.txt")

@@ -5,7 +5,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-generated=(apis pkg/generated artifacts/crds artifacts/rules artifacts/deploy/base/copies artifacts/charts/convoy-apiserver/crds artifacts/charts/convoy-apiserver/files hack/api-rules-violations.list docs/reference)
+generated=(apis pkg/generated artifacts/crds artifacts/rules artifacts/deploy/base/copies artifacts/charts/convoy-apiserver/crds artifacts/charts/convoy-apiserver/files artifacts/monitoring hack/api-rules-violations.list docs/reference)
 snapshot=$(mktemp -d)
 trap 'rm -rf "$snapshot"' EXIT
 for p in "${generated[@]}"; do
