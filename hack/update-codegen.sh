@@ -66,11 +66,12 @@ go run ./hack/gen-docs
 # include: copies too, so that the chart and the kustomize install cannot
 # drift apart.
 chart=artifacts/charts/convoy-apiserver
-rm -rf "$chart/crds" "$chart/files/rules"
-mkdir -p "$chart/crds" "$chart/files/rules"
+rm -rf "$chart/crds" "$chart/files/rules" "$chart/files/monitoring"
+mkdir -p "$chart/crds" "$chart/files/rules" "$chart/files/monitoring"
 cp artifacts/crds/*.yaml "$chart/crds/"
 cp artifacts/rules/*.yaml "$chart/files/rules/"
 cp artifacts/deploy/base/user-roles.yaml "$chart/files/user-roles.yaml"
+cp artifacts/monitoring/prometheusrule.yaml "$chart/files/monitoring/"
 
 # The metric names the monitoring artifacts use, each expression checked with
 # Prometheus's own parser (hack/tools/promql, a module of its own).

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
 	"github.com/kumodo/convoy-apiserver/pkg/contest"
@@ -131,8 +132,11 @@ func RegisterMetrics() {
 	observer.RegisterMetrics()
 	version.RegisterMetrics()
 	cluster.RegisterMetrics()
-	compare.RegisterMetrics()
+	agecache.RegisterMetrics()
 	source.RegisterMetrics()
+	metricSet.Register()
+	limit, _ := memoryLimitBytes(cgroupMemoryFiles)
+	memoryLimit.Set(float64(limit))
 }
 
 // New wires convoy-apiserver: the clients of its own cluster, the engines

@@ -78,11 +78,11 @@ func (r cachedResult) withOutcome(d subresourcesv1alpha1.ObjectDiff) subresource
 // resourceVersion are those it was made with, and it is young enough.
 func (c *ResultCache) get(key resultKey, desired [sha256.Size]byte, rv string) (cachedResult, bool) {
 	r, ok := c.entries.Get(key)
-	if !ok || r.desired != desired || r.rv != rv {
-		cacheResults.WithLabelValues("miss").Inc()
+	hit := ok && r.desired == desired && r.rv == rv
+	agecache.CountLookup(agecache.CacheCompare, hit)
+	if !hit {
 		return cachedResult{}, false
 	}
-	cacheResults.WithLabelValues("hit").Inc()
 	return r, true
 }
 

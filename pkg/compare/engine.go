@@ -26,6 +26,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 )
@@ -236,7 +237,7 @@ func (e *Engine) plan(ctx context.Context, c Cluster, who string, desired []*uns
 		p.prior, p.hasPrior = e.cache.prior(p.key, hash)
 		if p.hasPrior {
 			if rv, exists, known := c.ResourceVersion(ctx, gvk, obj.GetNamespace(), obj.GetName()); known && exists && rv == p.prior.rv {
-				cacheResults.WithLabelValues("hit").Inc()
+				agecache.CountLookup(agecache.CacheCompare, true)
 				p.reused = true
 			}
 		}

@@ -178,17 +178,21 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 func (c *RenderCache) get(key string) (*render.Render, bool) {
 	cached, ok := c.entries.Get(key)
 	if !ok {
+		agecache.CountLookup(agecache.CacheRender, false)
 		return nil, false
 	}
 	raw, err := inflate(cached.data, cached.jsonSize)
 	if err != nil {
+		agecache.CountLookup(agecache.CacheRender, false)
 		return nil, false
 	}
 	var objects []map[string]any
 	// utiljson keeps integers int64, as the decoders of unstructured do.
 	if err := utiljson.Unmarshal(raw, &objects); err != nil {
+		agecache.CountLookup(agecache.CacheRender, false)
 		return nil, false
 	}
+	agecache.CountLookup(agecache.CacheRender, true)
 	r := &render.Render{Ref: cached.ref, Size: cached.renderSize, Resolved: cached.resolved, Objects: make([]*unstructured.Unstructured, len(objects))}
 	for i, obj := range objects {
 		r.Objects[i] = &unstructured.Unstructured{Object: obj}

@@ -45,7 +45,9 @@ func NewVerdictCache(maxAge time.Duration, clk clock.PassiveClock) *VerdictCache
 
 func (c *VerdictCache) get(key verdictKey, rv, rules string) (cachedVerdict, bool) {
 	cached, ok := c.entries.Get(key)
-	if !ok || cached.rv != rv || cached.rules != rules {
+	hit := ok && cached.rv == rv && cached.rules == rules
+	agecache.CountLookup(agecache.CacheVerdict, hit)
+	if !hit {
 		return cachedVerdict{}, false
 	}
 	return cached, true

@@ -2,6 +2,7 @@ package observer
 
 import (
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/component-base/metrics"
@@ -64,20 +65,42 @@ var (
 		Help:           "1 while this replica holds the lease and runs the loops.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	leaderTransitions = metricSet.Counter(&metrics.CounterOpts{
+		Subsystem:      metricsSubsystem,
+		Name:           "leader_transitions_total",
+		Help:           "Times this replica started or stopped running the loops (took or lost the lease).",
+		StabilityLevel: metrics.ALPHA,
+	})
+	identityInfo = metricSet.GaugeVec(&metrics.GaugeOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "identity_info",
+		Help: "1, with this replica's identity in the lease (hostname_uuid) as a label: " +
+			"convoy_observer_leader * on (job, instance) group_left (identity) convoy_observer_identity_info names the leader.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"identity"})
 )
 
 // RegisterMetrics registers the observer's metrics with the legacy registry
 // that the API server serves on /metrics.
 func RegisterMetrics() { metricSet.Register() }
 
+// leading is the last value SetLeader set, to count transitions.
+var leading atomic.Bool
+
 // SetLeader records whether this replica runs the loops.
-func SetLeader(leading bool) {
-	if leading {
+func SetLeader(lead bool) {
+	if leading.Swap(lead) != lead {
+		leaderTransitions.Inc()
+	}
+	if lead {
 		isLeader.Set(1)
 	} else {
 		isLeader.Set(0)
 	}
 }
+
+// setIdentity records this replica's identity in the lease.
+func setIdentity(identity string) { identityInfo.WithLabelValues(identity).Set(1) }
 
 // releaseConditionDesc is one series per Release and condition, like Argo
 // CD's argocd_app_info: `convoy_release_condition{type="InSync",status="False"} == 1`
@@ -86,44 +109,81 @@ var releaseConditionDesc = metricSet.Desc(metricset.Gauge, "convoy_release_condi
 	"1 for each condition of each Release, with its type, status and reason as labels; reported by the replica that runs the loops.",
 	[]string{"namespace", "name", "type", "status", "reason"}, metrics.ALPHA)
 
-// conditions reports the conditions of the Releases in the informer cache of
-// the running loops; it reports nothing while this replica does not run them,
-// so that replicas never report a Release twice.
-var conditions = &conditionCollector{}
+// backingOffDesc is one series per Release: whether its self-heal backs off.
+var backingOffDesc = metricSet.Desc(metricset.Gauge, "convoy_release_selfheal_backing_off",
+	"1 for each Release whose self-heal backs off because every drifted field is contested (status.selfHeal.backoff is set), else 0; reported by the replica that runs the loops.",
+	[]string{"namespace", "name"}, metrics.ALPHA)
 
-func init() { metricSet.Custom(conditions) }
+// latenessDesc is one series per loop.
+var latenessDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_pass_lateness_seconds",
+	"How long ago the most overdue pass of the loop was due (its Release's interval, or the re-check a pass asked for, after the last pass); 0 when none is overdue. "+
+		"A loop that keeps up with its intervals stays near 0; reported by the replica that runs the loops.",
+	[]string{"loop"}, metrics.ALPHA)
 
-type conditionCollector struct {
+// objectsDesc counts the objects the loops observe.
+var objectsDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_objects",
+	"Objects the Releases applied (their ReleaseInventories' entries), which the loops observe: the denominator of API requests per object; reported by the replica that runs the loops.",
+	nil, metrics.ALPHA)
+
+// releases reports what the running loops know of the Releases: their
+// conditions, their self-heal, the objects they applied, and how late each
+// loop is. It reports nothing while this replica does not run the loops, so
+// that replicas never report a Release twice.
+var releases = &releaseCollector{}
+
+func init() { metricSet.Custom(releases) }
+
+// running is what releaseCollector reads while the loops run.
+type running struct {
+	releases    convoylisters.ReleaseLister
+	inventories convoylisters.ReleaseInventoryLister
+	queues      []*passQueue
+}
+
+type releaseCollector struct {
 	metrics.BaseStableCollector
-	releases atomic.Pointer[convoylisters.ReleaseLister]
+	running atomic.Pointer[running]
 }
 
-// setReleases makes the collector read lister; nil stops it.
-func (c *conditionCollector) setReleases(lister convoylisters.ReleaseLister) {
-	if lister == nil {
-		c.releases.Store(nil)
-		return
-	}
-	c.releases.Store(&lister)
-}
+// set makes the collector read r; nil stops it.
+func (c *releaseCollector) set(r *running) { c.running.Store(r) }
 
-func (c *conditionCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+func (c *releaseCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- releaseConditionDesc
+	ch <- backingOffDesc
+	ch <- latenessDesc
+	ch <- objectsDesc
 }
 
-func (c *conditionCollector) CollectWithStability(ch chan<- metrics.Metric) {
-	lister := c.releases.Load()
-	if lister == nil {
+func (c *releaseCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	r := c.running.Load()
+	if r == nil {
 		return
 	}
-	releases, err := (*lister).List(labels.Everything())
+	now := time.Now()
+	for _, q := range r.queues {
+		ch <- metrics.NewLazyConstMetric(latenessDesc, metrics.GaugeValue, q.due.lateness(now).Seconds(), q.name)
+	}
+	if inventories, err := r.inventories.List(labels.Everything()); err == nil {
+		objects := 0
+		for _, inv := range inventories {
+			objects += len(inv.Spec.Entries)
+		}
+		ch <- metrics.NewLazyConstMetric(objectsDesc, metrics.GaugeValue, float64(objects))
+	}
+	list, err := r.releases.List(labels.Everything())
 	if err != nil {
 		return
 	}
-	for _, r := range releases {
-		for _, cond := range r.Status.Conditions {
+	for _, rel := range list {
+		for _, cond := range rel.Status.Conditions {
 			ch <- metrics.NewLazyConstMetric(releaseConditionDesc, metrics.GaugeValue, 1,
-				r.Namespace, r.Name, cond.Type, string(cond.Status), cond.Reason)
+				rel.Namespace, rel.Name, cond.Type, string(cond.Status), cond.Reason)
 		}
+		backingOff := 0.0
+		if sh := rel.Status.SelfHeal; sh != nil && sh.Backoff != nil {
+			backingOff = 1
+		}
+		ch <- metrics.NewLazyConstMetric(backingOffDesc, metrics.GaugeValue, backingOff, rel.Namespace, rel.Name)
 	}
 }

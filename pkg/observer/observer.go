@@ -74,6 +74,7 @@ type Observer struct {
 func New(cfg Config) *Observer {
 	host, _ := os.Hostname()
 	o := &Observer{cfg: cfg, identity: host + "_" + string(uuid.NewUUID())}
+	setIdentity(o.identity)
 	o.leading.Store(!cfg.LeaderElection.LeaderElect)
 	return o
 }
@@ -177,8 +178,9 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	}
 	o.running.Store(true)
 	defer o.running.Store(false)
-	conditions.setReleases(v1.Releases().Lister())
-	defer conditions.setReleases(nil)
+	releases.set(&running{releases: v1.Releases().Lister(), inventories: v1.ReleaseInventories().Lister(),
+		queues: []*passQueue{&driftLoop.passQueue, &healthLoop.passQueue}})
+	defer releases.set(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() { driftLoop.Run(ctx, c.DriftWorkers) })
 	wg.Go(func() { healthLoop.Run(ctx, c.HealthWorkers) })

@@ -44,6 +44,39 @@ type passQueue struct {
 	timeout time.Duration
 
 	events *eventTimes
+	// due holds, by Release, when its next pass is due (its interval or
+	// re-check after the last pass): how late the loop is.
+	due *dueTimes
+}
+
+// dueTimes holds when the next pass of each Release is due.
+type dueTimes struct {
+	mu sync.Mutex
+	at map[cache.ObjectName]time.Time
+}
+
+func (d *dueTimes) set(key cache.ObjectName, at time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.at[key] = at
+}
+
+func (d *dueTimes) clear(key cache.ObjectName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.at, key)
+}
+
+// lateness returns how long ago the most overdue pass was due, 0 when
+// none is.
+func (d *dueTimes) lateness(now time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var late time.Duration
+	for _, at := range d.at {
+		late = max(late, now.Sub(at))
+	}
+	return late
 }
 
 // passFunc runs one pass of release and returns when the next one is due (0:
@@ -73,6 +106,7 @@ func newPassQueue(name string, releases convoylisters.ReleaseLister, pass passFu
 		pass:     pass,
 		timeout:  passTimeout,
 		events:   &eventTimes{times: map[cache.ObjectName]time.Time{}},
+		due:      &dueTimes{at: map[cache.ObjectName]time.Time{}},
 	}
 }
 
@@ -166,6 +200,7 @@ func (q *passQueue) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer q.queue.Done(key)
+	q.due.clear(key)
 	event, followsEvent := q.takeEvent(key)
 	if followsEvent {
 		ctx = cluster.WithListedAfter(ctx, event)
@@ -181,6 +216,7 @@ func (q *passQueue) processNext(ctx context.Context) bool {
 	}
 	q.queue.Forget(key)
 	if next > 0 {
+		q.due.set(key, time.Now().Add(next))
 		q.queue.AddAfter(key, next)
 	}
 	return true

@@ -174,6 +174,7 @@ func (e *Engine) cachedBuild(key string, build func() ([]*unstructured.Unstructu
 		if data, ok := e.builds.Get(key); ok {
 			var items []map[string]any
 			if err := utiljson.Unmarshal(data, &items); err == nil {
+				agecache.CountLookup(agecache.CacheBuild, true)
 				objs := make([]*unstructured.Unstructured, len(items))
 				for i, item := range items {
 					objs[i] = &unstructured.Unstructured{Object: item}
@@ -181,6 +182,7 @@ func (e *Engine) cachedBuild(key string, build func() ([]*unstructured.Unstructu
 				return objs, nil
 			}
 		}
+		agecache.CountLookup(agecache.CacheBuild, false)
 	}
 	objs, err := build()
 	if err != nil || e.builds == nil {

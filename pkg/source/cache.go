@@ -5,6 +5,7 @@ import (
 	"hash"
 	"io"
 
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -55,6 +56,17 @@ func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(con
 	case <-ctx.Done():
 		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx), "waiting for the same request of another fetch")
 	}
+}
+
+// lookedUp counts a lookup of the Fetcher's content cache (CacheSource) or
+// of its caches of resolutions (CacheResolve) when the caches are on, and
+// returns hit: callers count the lookup that decides whether to go to the
+// network, not the one repeated inside the shared request.
+func (f *Fetcher) lookedUp(cache string, hit bool) bool {
+	if f.contents != nil {
+		agecache.CountLookup(cache, hit)
+	}
+	return hit
 }
 
 // The caches of a Fetcher: each getter misses and each setter does nothing

@@ -20,6 +20,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -195,7 +196,7 @@ func pickTag(repo, want string, refs gitRefs) (string, error) {
 func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds *gitCredentials) (gitRefs, error) {
 	key := "git\x00" + repo + "\x00" + creds.key
 	if f.gitListings != nil {
-		if refs, ok := f.gitListings.Get(key); ok {
+		if refs, ok := f.gitListings.Get(key); f.lookedUp(agecache.CacheResolve, ok) {
 			return refs, nil
 		}
 	}
@@ -262,7 +263,7 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 	// The listing of these credentials, just now or within ResolveMaxAge,
 	// confirmed their access to the repository.
 	a, ok := f.getContent(content)
-	if !ok {
+	if !f.lookedUp(agecache.CacheSource, ok) {
 		v, err := f.shared(ctx, namespace, "gitfetch\x00"+content+"\x00"+r.creds.key, func(ctx context.Context) (any, error) {
 			if a, ok := f.getContent(content); ok {
 				return a, nil

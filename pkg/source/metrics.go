@@ -37,6 +37,43 @@ var refusals = metricSet.CounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"reason"})
 
+// fetches and resolves count Fetch and Resolve calls by the source's kind
+// and outcome: what operators alert on when sources fail.
+var (
+	fetches = metricSet.CounterVec(&metrics.CounterOpts{
+		Subsystem: "convoy_source",
+		Name:      "fetches_total",
+		Help: "Fetches of Releases' sources (each render asks for one; the content cache may serve it) by kind (configMap, ociRepository, helmRepository, git) " +
+			"and outcome (success; failure: the far end failed or was not found; refusal: convoy-apiserver refused it, see convoy_source_refusals_total).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind", "outcome"})
+	resolves = metricSet.CounterVec(&metrics.CounterOpts{
+		Subsystem: "convoy_source",
+		Name:      "resolves_total",
+		Help: "Resolutions of Releases' sources to a digest or commit (a tag, a chart version, a Git ref; the resolve cache may serve them) by kind " +
+			"(ociRepository, helmRepository, git) and outcome (success, failure, refusal).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind", "outcome"})
+)
+
+// The outcomes of fetches and resolves.
+const (
+	outcomeSuccess = "success"
+	outcomeFailure = "failure"
+	outcomeRefusal = "refusal"
+)
+
+// outcomeOf is the outcome label of err.
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return outcomeSuccess
+	case failure.IsRefusal(failure.ReasonOf(err)):
+		return outcomeRefusal
+	}
+	return outcomeFailure
+}
+
 // counted counts err when it is a refusal, and returns it.
 func counted(err error) error {
 	if reason := failure.ReasonOf(err); failure.IsRefusal(reason) {
@@ -47,4 +84,16 @@ func counted(err error) error {
 
 // RegisterMetrics registers the source metrics with the legacy registry that
 // the API server serves on /metrics.
-func RegisterMetrics() { metricSet.Register() }
+// Every kind and outcome of fetches and resolves starts at 0, so that a
+// rate is defined from the start.
+func RegisterMetrics() {
+	metricSet.Register()
+	for _, outcome := range []string{outcomeSuccess, outcomeFailure, outcomeRefusal} {
+		for _, kind := range []string{"configMap", "ociRepository", "helmRepository", "git"} {
+			fetches.WithLabelValues(kind, outcome)
+			if kind != "configMap" {
+				resolves.WithLabelValues(kind, outcome)
+			}
+		}
+	}
+}

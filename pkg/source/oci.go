@@ -19,6 +19,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -100,7 +101,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 	// A tag resolved with these credentials (they are part of the key)
 	// within ResolveMaxAge confirms, as a HEAD would, that they may read
 	// its manifest.
-	if d, ok := f.getResolution(key); ok {
+	if d, ok := f.getResolution(key); f.lookedUp(agecache.CacheResolve, ok) {
 		r.resolved.Digest, r.confirmed = d, true
 		return r, nil
 	}
@@ -163,7 +164,7 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 
 	content := contentKey("oci\x00"+r.repo.String(), r.resolved.Digest)
 	accessKey := content + "\x00" + r.creds.key
-	if a, ok := f.getContent(content); ok && (r.confirmed || f.isConfirmed(accessKey)) {
+	if a, ok := f.getContent(content); f.lookedUp(agecache.CacheSource, ok && (r.confirmed || f.isConfirmed(accessKey))) {
 		f.confirm(accessKey)
 		out.Chart, out.Files = a.chart, a.files
 		return out, nil

@@ -267,6 +267,34 @@ var errFetchTimeout = errors.New("fetch timeout")
 // needs from the Release's namespace with inputs (as its identity). Every
 // error is a *failure.Error.
 func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
+	out, err := f.fetch(ctx, release, inputs)
+	fetches.WithLabelValues(kindLabel(release.Spec.Source), outcomeOf(err)).Inc()
+	return out, err
+}
+
+// kindLabel is the kind of src as the metrics name it: the field of
+// spec.source that is set, "invalid" when none or several are.
+func kindLabel(src convoyv1alpha1.ReleaseSource) string {
+	var kinds []string
+	if src.ConfigMap != nil {
+		kinds = append(kinds, "configMap")
+	}
+	if src.OCIRepository != nil {
+		kinds = append(kinds, "ociRepository")
+	}
+	if src.HelmRepository != nil {
+		kinds = append(kinds, "helmRepository")
+	}
+	if src.Git != nil {
+		kinds = append(kinds, "git")
+	}
+	if len(kinds) != 1 {
+		return "invalid"
+	}
+	return kinds[0]
+}
+
+func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
 	src := release.Spec.Source
 	var set []string
 	if src.ConfigMap != nil {
@@ -334,6 +362,14 @@ func (f *Fetcher) timedOut(ctx context.Context, err error) error {
 // ResolveMaxAge at most: what the render cache keys a render by. Its
 // requests take slots as Fetch's do.
 func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
+	digest, err := f.resolve(ctx, release, inputs)
+	if kind := kindLabel(release.Spec.Source); kind != "configMap" && kind != "invalid" {
+		resolves.WithLabelValues(kind, outcomeOf(err)).Inc()
+	}
+	return digest, err
+}
+
+func (f *Fetcher) resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
 	src := release.Spec.Source
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
