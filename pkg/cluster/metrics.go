@@ -66,7 +66,16 @@ func countRefusal(reason string) { targetRefusals.WithLabelValues(reason).Inc() 
 
 // RegisterMetrics registers the target-cluster metrics with the legacy
 // registry that the API server serves on /metrics.
-func RegisterMetrics() { metricSet.Register() }
+// Each refusal starts at 0, so that a rate is defined from the start.
+func RegisterMetrics() {
+	metricSet.Register()
+	for _, reason := range refusalReasons {
+		targetRefusals.WithLabelValues(reason)
+	}
+}
+
+// refusalReasons are the refusals of a Cluster that countRefusal counts.
+var refusalReasons = []string{ReasonClusterConfigInvalid, egress.ReasonAddressNotAllowed, ReasonResponseTooLarge}
 
 // countingTransport counts the requests to one target cluster.
 type countingTransport struct {

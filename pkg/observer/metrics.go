@@ -81,8 +81,15 @@ var (
 )
 
 // RegisterMetrics registers the observer's metrics with the legacy registry
-// that the API server serves on /metrics.
-func RegisterMetrics() { metricSet.Register() }
+// that the API server serves on /metrics; each loop's sync requests and
+// panics start at 0, so that a rate is defined from the start.
+func RegisterMetrics() {
+	metricSet.Register()
+	for _, loop := range []string{"drift", "health"} {
+		syncRequests.WithLabelValues(loop)
+		panics.WithLabelValues(loop)
+	}
+}
 
 // leading is the last value SetLeader set, to count transitions.
 var leading atomic.Bool

@@ -3,6 +3,7 @@ package source
 import (
 	"k8s.io/component-base/metrics"
 
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
@@ -84,10 +85,20 @@ func counted(err error) error {
 
 // RegisterMetrics registers the source metrics with the legacy registry that
 // the API server serves on /metrics.
-// Every kind and outcome of fetches and resolves starts at 0, so that a
-// rate is defined from the start.
+// refusalReasons are the refusals a fetch or a resolution counts; each
+// starts at 0.
+var refusalReasons = []string{
+	egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonDigestMismatch,
+	ReasonArtifactUnsupported, ReasonCredentialsInvalid, ReasonGitEntryUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
+}
+
+// Every kind and outcome of fetches and resolves, and every refusal, starts
+// at 0, so that a rate is defined from the start.
 func RegisterMetrics() {
 	metricSet.Register()
+	for _, reason := range refusalReasons {
+		refusals.WithLabelValues(reason)
+	}
 	for _, outcome := range []string{outcomeSuccess, outcomeFailure, outcomeRefusal} {
 		for _, kind := range []string{"configMap", "ociRepository", "helmRepository", "git"} {
 			fetches.WithLabelValues(kind, outcome)

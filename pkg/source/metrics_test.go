@@ -13,6 +13,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // refusalCount is convoy_source_refusals_total of reason.
@@ -118,4 +119,11 @@ func TestFetchesAndCachesCounted(t *testing.T) {
 	// second; the tampered one missed (and was not kept).
 	assert.Equal(t, 1.0, after.sourceHit-before.sourceHit)
 	assert.Equal(t, 2.0, after.sourceMiss-before.sourceMiss)
+}
+
+// The refusals that start at 0 are refusals.
+func TestRefusalReasonsAreRefusals(t *testing.T) {
+	for _, reason := range refusalReasons {
+		assert.True(t, failure.IsRefusal(reason), reason)
+	}
 }

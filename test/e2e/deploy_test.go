@@ -181,7 +181,7 @@ func TestDeployRender(t *testing.T) {
 	// dropped or altered nothing.
 	var want []*unstructured.Unstructured
 	for _, glob := range []string{"artifacts/crds/*.yaml", "artifacts/rbac/*.yaml", "artifacts/rules/*.yaml",
-		deployBaseDir + "/user-roles.yaml", deployBaseDir + "/deployment.yaml", deployBaseDir + "/pdb.yaml", deployBaseDir + "/apiservice.yaml"} {
+		deployBaseDir + "/user-roles.yaml", deployBaseDir + "/metrics-reader.yaml", deployBaseDir + "/deployment.yaml", deployBaseDir + "/pdb.yaml", deployBaseDir + "/apiservice.yaml"} {
 		want = append(want, sourceObjects(t, glob)...)
 	}
 	got, wantByKey := byKey(t, rendered), byKey(t, want)
