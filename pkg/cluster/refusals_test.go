@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -8,9 +9,9 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// The refusals that start at 0 are refusals.
-func TestRefusalReasonsAreRefusals(t *testing.T) {
+// The refusals that start at 0 are declared reasons.
+func TestRefusalReasonsAreDeclared(t *testing.T) {
 	for _, reason := range refusalReasons {
-		assert.True(t, failure.IsRefusal(reason), reason)
+		assert.True(t, slices.ContainsFunc(failure.Reasons(), func(r failure.Reason) bool { return r.Name == reason }), reason)
 	}
 }

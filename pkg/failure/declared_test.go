@@ -91,9 +91,14 @@ func TestOnlyErrtextReadsErrorText(t *testing.T) {
 		}
 		return false
 	}
+	// Files whose job is to compare a message with an expected one, not to
+	// branch on a failure's text.
+	comparesMessages := map[string]string{
+		"pkg/rulecases/run.go": "a health rule case expects the rules' message (exactly or by a pattern): comparing is what it tests",
+	}
 	var found []string
 	for path, f := range goFiles(t) {
-		if strings.HasPrefix(path, "pkg/errtext/") {
+		if strings.HasPrefix(path, "pkg/errtext/") || comparesMessages[path] != "" {
 			continue
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
