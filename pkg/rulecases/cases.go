@@ -252,6 +252,9 @@ func decodeObject(data []byte) (*unstructured.Unstructured, error) {
 	if obj.IsList() {
 		return nil, errors.New("a list: a case holds one object")
 	}
+	if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
+		return nil, errors.New("an object has an apiVersion and a kind")
+	}
 	return obj, nil
 }
 

@@ -41,6 +41,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"object and objectFile", "cases:\n- name: a\n  state: Healthy\n  object: {apiVersion: v1, kind: ConfigMap}\n  objectFile: blue.yaml\n", "object and objectFile"},
 		{"no object", "cases:\n- name: a\n  state: Healthy\n", "no object"},
 		{"an object without a kind", "cases:\n- name: a\n  state: Healthy\n  object: {apiVersion: v1}\n", "Object 'Kind' is missing"},
+		{"an object without an apiVersion", "cases:\n- name: a\n  state: Healthy\n  object: {kind: ConfigMap}\n", "an object has an apiVersion and a kind"},
 		{"a list", "cases:\n- name: a\n  state: Healthy\n  object: {apiVersion: v1, kind: List, items: []}\n", "a case holds one object"},
 		{"a missing object file", "cases:\n- name: a\n  state: Healthy\n  objectFile: nope.yaml\n", "nope.yaml: no such file"},
 		{"two objects in a file", "cases:\n- name: a\n  state: Healthy\n  objectFile: two.yaml\n", "more than one document"},

@@ -423,6 +423,9 @@ func eachObject(files resource.FilenameOptions, in io.Reader, fn func(*unstructu
 		if !ok {
 			return fmt.Errorf("%s: %T is not an object", info.Source, info.Object)
 		}
+		if obj.GetAPIVersion() == "" || obj.GetKind() == "" {
+			return fmt.Errorf("%s: an object without apiVersion or kind", info.Source)
+		}
 		if err := fn(obj); err != nil {
 			return fmt.Errorf("%s: %w", info.Source, err)
 		}

@@ -122,6 +122,7 @@ func TestRulesTest(t *testing.T) {
 			stderr: "rule 1 of GlobalHealthRuleSet broken: expression does not compile"},
 		{name: "no objects", args: []string{}, code: 2, stderr: "no objects"},
 		{name: "not an object", stdin: "just: text\n", args: []string{"-f", "-"}, code: 2, stderr: "Object 'Kind' is missing"},
+		{name: "no apiVersion", stdin: "kind: ConfigMap\nmetadata: {name: a}\n", args: []string{"-f", "-"}, code: 2, stderr: "stdin: an object without apiVersion or kind"},
 		{name: "a file that is not there", args: []string{"-f", filepath.Join(dir, "nope.yaml")}, code: 2, stderr: "nope.yaml"},
 		{name: "rules that are not rule sets", args: []string{"--rules", healthyFile, "-f", healthyFile}, code: 2,
 			stderr: "Deployment api is not a HealthRuleSet or a GlobalHealthRuleSet"},
