@@ -272,43 +272,37 @@ func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	return out, err
 }
 
-// kindLabel is the kind of src as the metrics name it: the field of
-// spec.source that is set, "invalid" when none or several are.
-func kindLabel(src convoyv1alpha1.ReleaseSource) string {
+// setKinds names the fields of spec.source that are set; a valid source
+// sets one.
+func setKinds(src convoyv1alpha1.ReleaseSource) []string {
 	var kinds []string
 	if src.ConfigMap != nil {
 		kinds = append(kinds, "configMap")
 	}
-	if src.OCIRepository != nil {
-		kinds = append(kinds, "ociRepository")
-	}
 	if src.HelmRepository != nil {
 		kinds = append(kinds, "helmRepository")
+	}
+	if src.OCIRepository != nil {
+		kinds = append(kinds, "ociRepository")
 	}
 	if src.Git != nil {
 		kinds = append(kinds, "git")
 	}
-	if len(kinds) != 1 {
-		return "invalid"
+	return kinds
+}
+
+// kindLabel is the kind of src as the metrics name it: the field of
+// spec.source that is set, "invalid" when none or several are.
+func kindLabel(src convoyv1alpha1.ReleaseSource) string {
+	if kinds := setKinds(src); len(kinds) == 1 {
+		return kinds[0]
 	}
-	return kinds[0]
+	return "invalid"
 }
 
 func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
 	src := release.Spec.Source
-	var set []string
-	if src.ConfigMap != nil {
-		set = append(set, "configMap")
-	}
-	if src.HelmRepository != nil {
-		set = append(set, "helmRepository")
-	}
-	if src.OCIRepository != nil {
-		set = append(set, "ociRepository")
-	}
-	if src.Git != nil {
-		set = append(set, "git")
-	}
+	set := setKinds(src)
 	switch {
 	case len(set) == 0:
 		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets no source kind")

@@ -404,7 +404,6 @@ func eachObject(files resource.FilenameOptions, in io.Reader, fn func(*unstructu
 	files.Filenames = slices.DeleteFunc(slices.Clone(files.Filenames), func(f string) bool { return f == "-" })
 	b := resource.NewLocalBuilder().Unstructured().FilenameParam(false, &files)
 	if stdin {
-		var data []byte
 		data, err := io.ReadAll(io.LimitReader(in, maxObjectFile+1))
 		if err != nil {
 			return fmt.Errorf("stdin: %w", err)
