@@ -42,7 +42,7 @@ var (
 		Action: "create the Cluster and its kubeconfig Secret in the Release's namespace, or correct spec.target",
 	})
 	ReasonClusterConfigInvalid = failure.Declare(failure.Reason{
-		Name: "ClusterConfigInvalid", Class: failure.ClassInvalid, Shows: everywhere,
+		Name: "ClusterConfigInvalid", Class: failure.ClassInvalid, Shows: everywhere, Refusal: true,
 		Means:  "the Cluster's Secret lacks the key, or its value is not a usable kubeconfig (exec plugins, files, auth providers and plain http to a non-loopback server are refused)",
 		Action: "write a kubeconfig with a server URL and inline credentials into the Secret (see the Clusters docs)",
 	})
