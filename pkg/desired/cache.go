@@ -101,10 +101,12 @@ type SourceResolver interface {
 	ResolveSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error)
 }
 
-// input is an object a render reads, by resource and name.
+// input is an object a render reads, by resource and name; optional when
+// the render goes on without it (valuesFrom optional).
 type input struct {
 	resource schema.GroupVersionResource
 	name     string
+	optional bool
 }
 
 // key is the key of release's render, false when the resourceVersions of
@@ -128,13 +130,13 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 	secretRefs := func(refs ...*convoyv1alpha1.LocalObjectReference) {
 		for _, r := range refs {
 			if r != nil {
-				inputs = append(inputs, input{secretsResource, r.Name})
+				inputs = append(inputs, input{resource: secretsResource, name: r.Name})
 			}
 		}
 	}
 	switch {
 	case src.ConfigMap != nil:
-		inputs = append(inputs, input{configMapsResource, src.ConfigMap.Name})
+		inputs = append(inputs, input{resource: configMapsResource, name: src.ConfigMap.Name})
 	case src.OCIRepository != nil:
 		secretRefs(src.OCIRepository.SecretRef, src.OCIRepository.CertSecretRef)
 	case src.HelmRepository != nil:
@@ -161,7 +163,7 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 			if v.Kind == "Secret" {
 				res = secretsResource
 			}
-			inputs = append(inputs, input{res, v.Name})
+			inputs = append(inputs, input{resource: res, name: v.Name, optional: v.Optional})
 		}
 	}
 	for _, in := range inputs {
@@ -169,7 +171,12 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 		if err != nil {
 			return "", false
 		}
-		rv, _ := snap.ResourceVersion(in.name) // "" for a missing one
+		rv, seen := snap.ResourceVersion(in.name) // "" for a missing one
+		if !seen && !in.optional {
+			// The render fails without it, unless it was made after the
+			// LIST: a render of it must not be kept under its absence.
+			return "", false
+		}
 		fmt.Fprintf(&b, "/%s:%s@%s", in.resource.Resource, in.name, rv)
 	}
 	return b.String(), true

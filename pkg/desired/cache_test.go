@@ -118,6 +118,49 @@ func TestRenderCacheKeys(t *testing.T) {
 	assert.Equal(t, 7, next.n)
 }
 
+// An input the shared LIST did not see is read by the render: a render made
+// while a required input is missing from the LIST (it came after the LIST)
+// is not kept, or it would be reused once the input is gone again; a
+// missing optional valuesFrom object is a key like any resourceVersion.
+func TestRenderCacheKeysOfMissingInputs(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	tests := []struct {
+		name      string
+		valuesRef convoyv1alpha1.ValuesReference
+		listed    []runtime.Object
+		renders   int
+	}{
+		{"the source missing", convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "values", Optional: true},
+			[]runtime.Object{inputMeta("ConfigMap", "values", "3")}, 2},
+		{"a required valuesFrom missing", convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "values"},
+			[]runtime.Object{inputMeta("ConfigMap", "web-manifests", "1")}, 2},
+		{"an optional valuesFrom missing", convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "values", Optional: true},
+			[]runtime.Object{inputMeta("ConfigMap", "web-manifests", "1")}, 1},
+		{"all listed", convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "values"},
+			[]runtime.Object{inputMeta("ConfigMap", "web-manifests", "1"), inputMeta("ConfigMap", "values", "3")}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			access := &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "default"},
+				HomeSnapshots: cluster.NewSnapshots(metadatafake.NewSimpleMetadataClient(scheme, tt.listed...), time.Hour, clk), Target: &cluster.Target{}}
+			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1"},
+				Spec: convoyv1alpha1.ReleaseSpec{
+					Source:  convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web-manifests"}},
+					Content: &convoyv1alpha1.ReleaseContent{ValuesFrom: []convoyv1alpha1.ValuesReference{tt.valuesRef}},
+				}}
+			next := &countingRenderer{}
+			renderer := NewRenderCache(1000, time.Hour, clk).Renderer(next, access)
+			for range 2 {
+				_, err := renderer.Render(context.Background(), release)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tt.renders, next.n)
+		})
+	}
+}
+
 // resolvingRenderer is a countingRenderer whose source resolves to digest,
 // or fails with err.
 type resolvingRenderer struct {

@@ -52,11 +52,8 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
-			old, cur := oldObj.(*convoyv1alpha1.Release), newObj.(*convoyv1alpha1.Release)
-			// Equal resourceVersions: the informer's resync.
-			if old.Generation != cur.Generation || old.ResourceVersion == cur.ResourceVersion {
-				l.enqueue(cur)
-			}
+			cur := newObj.(*convoyv1alpha1.Release)
+			l.add(cur, driftTrigger(oldObj.(*convoyv1alpha1.Release), cur))
 		},
 		DeleteFunc: func(obj any) {
 			if r, ok := releaseOf(obj); ok {
@@ -83,6 +80,20 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 		return nil, fmt.Errorf("watching release inventories: %w", err)
 	}
 	return l, nil
+}
+
+// driftTrigger is how an update of a Release starts its drift pass: the
+// informer's resync (equal resourceVersions) lists again; a new spec
+// (generation) changed only the desired render, so its pass shares fresh
+// LISTs; the observer's own status writes and a sync request start none.
+func driftTrigger(old, cur *convoyv1alpha1.Release) trigger {
+	switch {
+	case old.ResourceVersion == cur.ResourceVersion:
+		return listingAgain
+	case old.Generation != cur.Generation:
+		return sharingLists
+	}
+	return noPass
 }
 
 // releaseOf returns the Release of a delete event, also from a tombstone.

@@ -93,11 +93,8 @@ func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *healt
 		{inf.Releases.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: l.enqueue,
 			UpdateFunc: func(oldObj, newObj any) {
-				old, cur := oldObj.(*convoyv1alpha1.Release), newObj.(*convoyv1alpha1.Release)
-				if old.Generation != cur.Generation || old.ResourceVersion == cur.ResourceVersion ||
-					!equalRecord(old.Status.LastAttempted, cur.Status.LastAttempted) {
-					l.enqueue(cur)
-				}
+				cur := newObj.(*convoyv1alpha1.Release)
+				l.add(cur, healthTrigger(oldObj.(*convoyv1alpha1.Release), cur))
 			},
 			DeleteFunc: func(obj any) {
 				if r, ok := releaseOf(obj); ok {
@@ -199,9 +196,23 @@ func (l *HealthLoop) enqueueSelecting(obj any) {
 		}
 		sel, err := metav1.LabelSelectorAsSelector(selector(ha).AsMetav1())
 		if err != nil || sel.Matches(set) {
-			l.enqueue(r)
+			l.add(r, sharingLists) // the rules changed, not the cluster
 		}
 	}
+}
+
+// healthTrigger is how an update of a Release starts its health pass: the
+// informer's resync and a sync attempt (status.lastAttempted: objects were
+// applied) list again; a new spec shares fresh LISTs; other status writes
+// start none.
+func healthTrigger(old, cur *convoyv1alpha1.Release) trigger {
+	switch {
+	case old.ResourceVersion == cur.ResourceVersion, !equalRecord(old.Status.LastAttempted, cur.Status.LastAttempted):
+		return listingAgain
+	case old.Generation != cur.Generation:
+		return sharingLists
+	}
+	return noPass
 }
 
 // forget drops what the loop keeps of a Release that is gone.

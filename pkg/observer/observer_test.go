@@ -146,3 +146,58 @@ func TestRetryOfAPassAfterAnEventWantsANewerList(t *testing.T) {
 	assert.False(t, got[0].IsZero())
 	assert.Equal(t, got[0], got[1], "the retry follows the same event")
 }
+
+// A pass after an event that changed only what it expects shares any fresh
+// LIST; it does not take away the time of an event after which the cluster
+// may have changed and whose pass has not run yet.
+func TestPassSharingListsFollowsNoEvent(t *testing.T) {
+	var got []time.Time
+	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
+		got = append(got, cluster.ListedAfter(ctx))
+		return 0, nil
+	})
+	defer q.queue.ShutDown()
+	ctx := context.Background()
+	release := &metav1.ObjectMeta{Namespace: "shop", Name: "web"}
+
+	q.add(release, sharingLists)
+	assert.True(t, q.processNext(ctx))
+	q.add(release, listingAgain)
+	q.add(release, sharingLists) // the same pass
+	assert.True(t, q.processNext(ctx))
+	q.add(release, noPass)
+	assert.Zero(t, q.queue.Len(), "noPass enqueues nothing")
+
+	require.Len(t, got, 2)
+	assert.True(t, got[0].IsZero(), "a new spec alone shares fresh LISTs")
+	assert.False(t, got[1].IsZero(), "the sync's event still counts")
+}
+
+// Which updates of a Release start a pass of each loop, and how.
+func TestReleaseUpdateTriggers(t *testing.T) {
+	release := func(rv string, generation int64, attempted string) *convoyv1alpha1.Release {
+		r := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv, Generation: generation}}
+		if attempted != "" {
+			r.Status.LastAttempted = &convoyv1alpha1.RenderRecord{RenderRef: attempted}
+		}
+		return r
+	}
+	tests := []struct {
+		name          string
+		old, cur      *convoyv1alpha1.Release
+		drift, health trigger
+	}{
+		{"the informer's resync", release("5", 2, "a"), release("5", 2, "a"), listingAgain, listingAgain},
+		{"a new spec", release("5", 2, "a"), release("6", 3, "a"), sharingLists, sharingLists},
+		{"a sync attempt", release("5", 2, "a"), release("6", 2, "b"), noPass, listingAgain},
+		{"a first sync attempt", release("5", 2, ""), release("6", 2, "a"), noPass, listingAgain},
+		{"a new spec and a sync attempt", release("5", 2, "a"), release("6", 3, "b"), sharingLists, listingAgain},
+		{"another status write", release("5", 2, "a"), release("6", 2, "a"), noPass, noPass},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.drift, driftTrigger(tt.old, tt.cur), "drift")
+			assert.Equal(t, tt.health, healthTrigger(tt.old, tt.cur), "health")
+		})
+	}
+}

@@ -26,12 +26,16 @@ import (
 // duration metric, and calls it. A pass returns when the next one is due; a
 // pass that fails is retried with backoff.
 //
-// A pass that follows an event (a Release, inventory or rule set that
-// changed, or the informer's resync) reads the live objects through LISTs
-// sent after that event (cluster.WithListedAfter): a sync that applied
-// objects just before shows at once, not at the next pass; so does the
-// retry of such a pass that failed. A pass that was only due (its interval,
-// a re-check) shares any fresh LIST.
+// A pass that follows an event after which the cluster may hold something
+// new (a sync that applied objects, seen in the inventory or lastAttempted;
+// a Release seen first; the informer's resync) reads the live objects
+// through LISTs sent after that event (cluster.WithListedAfter): what the
+// sync applied shows at once, not at the next pass; so does the retry of
+// such a pass that failed. A pass that follows an event that changed only
+// what the pass expects (a new spec, a rule set), or that was only due (its
+// interval, a re-check), shares any fresh LIST (--list-freshness): a burst
+// of spec changes across a fleet costs a LIST per window, not one per
+// change (docs/contributors/performance.md, "Fleet scale").
 type passQueue struct {
 	name     string
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -110,16 +114,40 @@ func newPassQueue(name string, releases convoylisters.ReleaseLister, pass passFu
 	}
 }
 
-// enqueue adds the Release of obj (a Release or its same-named inventory).
-func (q *passQueue) enqueue(obj any) {
+// trigger is how an event enqueues a pass (see passQueue).
+type trigger int
+
+const (
+	// noPass: the event starts no pass.
+	noPass trigger = iota
+	// sharingLists: only what the pass expects changed (a new spec, a rule
+	// set); the pass shares any fresh LIST.
+	sharingLists
+	// listingAgain: the cluster may hold something new, or the event is
+	// the informer's resync; the pass reads through LISTs sent after it.
+	listingAgain
+)
+
+// enqueue adds the Release of obj (a Release or its same-named inventory)
+// after an event that may have changed the cluster (listingAgain).
+func (q *passQueue) enqueue(obj any) { q.add(obj, listingAgain) }
+
+// add adds the Release of obj as trigger t says. A sharingLists event keeps
+// the time of a listingAgain one that is still waiting for its pass.
+func (q *passQueue) add(obj any, t trigger) {
+	if t == noPass {
+		return
+	}
 	name, err := cache.ObjectToName(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
 	}
-	q.events.mu.Lock()
-	q.events.times[name] = time.Now()
-	q.events.mu.Unlock()
+	if t == listingAgain {
+		q.events.mu.Lock()
+		q.events.times[name] = time.Now()
+		q.events.mu.Unlock()
+	}
 	q.queue.Add(name)
 }
 

@@ -97,15 +97,18 @@ spec:
 `
 }
 
-// A pass that follows an event uses only a LIST sent after it, however fresh
-// an older one is (cluster.WithListedAfter): with LISTs shared for 10
-// minutes, the pass that a sync starts sees what the sync applied, and the
-// pass that a spec change starts finds a change another manager made before
-// it. Without the rule (checked by taking it out) the first check already
-// fails: a pass that ran while the stand-in was applying saw a Deployment
-// Modified, the pass after the sync shared that pass's LIST and reused the
-// compare, and the Release stayed Drifted.
-func TestAPassAfterAnEventListsAgain(t *testing.T) {
+// A pass that follows a sync uses only a LIST sent after it, however fresh
+// an older one is (cluster.WithListedAfter); a pass that follows a new spec
+// shares a fresh LIST, as one at its interval does. With LISTs shared for 10
+// minutes: the pass that a sync starts sees what the sync applied; the pass
+// that a spec change starts does not see a change another manager made after
+// the LIST it shares (GET /diff, which reads every object, does). Without
+// the first rule (checked by taking it out) the first check fails: a pass
+// that ran while the stand-in was applying saw a Deployment Modified, the
+// pass after the sync shared that pass's LIST and reused the compare, and the
+// Release stayed Drifted. With a LIST after a spec change too, the second
+// check fails.
+func TestWhichPassesListAgain(t *testing.T) {
 	replaceConvoy(t, "--list-freshness=10m")
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), hourly)
@@ -117,8 +120,10 @@ func TestAPassAfterAnEventListsAgain(t *testing.T) {
 	waitObserved(t, ns, "web")
 	mustKubectl(t, "", "", "patch", "configmap", "settings", "-n", ns, "--type=merge", "-p", `{"data":{"color":"red"}}`)
 	touch(t, ns, "web", "58m")
-	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
-	assert.Contains(t, cond.Message, "ConfigMap "+ns+"/settings is Modified: data.color")
+	waitObserved(t, ns, "web")
+	c := inSyncOf(t, ns, "web")
+	assert.Equal(t, "InSync", c.Reason, "a pass after a spec change shares the LIST of 10 minutes: %s", c.Message)
+	assert.Equal(t, "Drifted", string(getDiff(t, ns, "web", "").Result), "/diff reads every object")
 }
 
 // waitObserved waits until the InSync condition of the Release is of its

@@ -87,7 +87,9 @@ func TestDriftPassTriggers(t *testing.T) {
 	// Drift on the cluster is seen at the next pass only...
 	mustKubectl(t, "", "", "scale", "deployment", "web", "-n", ns, "--replicas=5")
 	staysInSync(t, ns, "web", metav1.ConditionTrue, "InSync", "a change on the cluster")
-	// ... which a spec change starts.
+	// ... which a spec change starts; it shares a LIST of the last
+	// --list-freshness, so the change must be older.
+	pastTheLists()
 	mustKubectl(t, "", "", "patch", "release", "web", "-n", ns, "--type=merge", "-p", `{"spec":{"syncPolicy":{"interval":"59m"}}}`)
 	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
 	assert.Contains(t, cond.Message, "spec.replicas")
