@@ -10,7 +10,12 @@
 // nothing changed on the cluster). It prints, per round: its time, the API
 // requests per object by operation, kube-apiserver and convoy-apiserver CPU
 // seconds, convoy-apiserver's peak memory, and how many Releases are Drifted
-// and InSync, which must match the drift it made.
+// and InSync, which must match the drift it made; then kube-apiserver's
+// requests of each round by verb and resource (all clients: what the
+// benchmark's own spec patches cost is apart from what the observer sends).
+// --cache-modes runs one instance only; --heap-profile and --cpu-profile
+// write profiles (CPU: of convoy-apiserver and kube-apiserver, from the
+// start of the spec-changed round).
 package main
 
 import (
@@ -67,6 +72,9 @@ func run() error {
 	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 200ms per Release)")
 	maxAge := flag.Duration("cache-max-age", 0, "--cache-max-age of convoy-apiserver, which only the cache-on instance uses (default: 10m, or --resync + 5m when that is longer, so that the resync round measures passes within it, not the periodic refresh)")
 	costsOnly := flag.Bool("costs-only", false, "measure only kube-apiserver's CPU per request of each kind (on the fleet, without convoy-apiserver), no rounds")
+	modes := flag.String("cache-modes", "off,on", "the instances to run, in order: off (--cache=false), on (--cache=true), or both")
+	cpuProfile := flag.String("cpu-profile", "", "take CPU profiles of convoy-apiserver and kube-apiserver from the start of each spec-changed round, into this file prefix")
+	profileSeconds := flag.Int("cpu-profile-seconds", 60, "how long the CPU profiles of --cpu-profile last")
 	memLimit := flag.String("gomemlimit", "", "GOMEMLIMIT of convoy-apiserver (e.g. 270MiB: what the Deployment sets from a 300Mi memory limit, less a margin); empty: none")
 	flag.Parse()
 	if *binDir == "" {
@@ -123,8 +131,17 @@ func run() error {
 		*maxAge = max(10*time.Minute, *resync+5*time.Minute)
 	}
 	fmt.Fprintf(os.Stderr, "bench-fleet: --resync=%s, --cache-max-age=%s\n", resync, maxAge)
+	var cacheModes []bool
+	for _, m := range strings.Split(*modes, ",") {
+		switch m {
+		case "off", "on":
+			cacheModes = append(cacheModes, m == "on")
+		default:
+			return fmt.Errorf("--cache-modes: %q is neither off nor on", m)
+		}
+	}
 	var rows []row
-	for _, cache := range []bool{false, true} {
+	for _, cache := range cacheModes {
 		if *costsOnly {
 			break
 		}
@@ -133,7 +150,11 @@ func run() error {
 			mode = "cache on"
 		}
 		// The cold round starts with the process: its counters are zero.
-		start := baseline{at: time.Now(), kasCPU: cpuSeconds(cp.KubeAPIServerPID())}
+		kas, err := f.kasRequests(ctx)
+		if err != nil {
+			return err
+		}
+		start := baseline{at: time.Now(), kasCPU: cpuSeconds(cp.KubeAPIServerPID()), kas: kas}
 		convoy, err := cp.StartConvoyAPIServer(ctx, "--cache="+strconv.FormatBool(cache), "--leader-elect=false", "--resync="+resync.String(),
 			"--cache-max-age="+maxAge.String())
 		if err != nil {
@@ -143,9 +164,22 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		steady, err := f.round(ctx, convoy, mode+", spec changed", *timeout, nil, f.touch)
+		var profiles *cpuProfiles
+		trigger := f.touch
+		if *cpuProfile != "" {
+			trigger = func(ctx context.Context) error {
+				profiles = f.startCPUProfiles(ctx, convoy, fmt.Sprintf("%s-cache-%t", *cpuProfile, cache), *profileSeconds)
+				return f.touch(ctx)
+			}
+		}
+		steady, err := f.round(ctx, convoy, mode+", spec changed", *timeout, nil, trigger)
 		if err != nil {
 			return err
+		}
+		if profiles != nil {
+			if err := profiles.wait(); err != nil {
+				return err
+			}
 		}
 		steady.patches = *releases
 		// The informer resync: a pass of every Release, nothing changed at
@@ -153,7 +187,7 @@ func run() error {
 		if time.Since(start.at) > *resync {
 			return fmt.Errorf("the resync came before the first two rounds ended: raise --resync")
 		}
-		resyncStart, err := f.firstPass(convoy, start.at.Add(*resync))
+		resyncStart, err := f.firstPass(ctx, convoy, start.at.Add(*resync))
 		if err != nil {
 			return err
 		}
@@ -185,6 +219,7 @@ func run() error {
 	}
 	if len(rows) > 0 {
 		printTable(*releases, rows)
+		printRequestLog(*releases, rows)
 	}
 	c.print(rows)
 	return nil
@@ -208,6 +243,8 @@ type fleet struct {
 	convoy  convoyclient.Interface
 	touches int
 	scraper *http.Client
+	// profiler is scraper without its timeout, for CPU profiles.
+	profiler *http.Client
 }
 
 func newFleet(cp *controlplane.ControlPlane, n int) (*fleet, error) {
@@ -230,8 +267,9 @@ func newFleet(cp *controlplane.ControlPlane, n int) (*fleet, error) {
 		return nil, err
 	}
 	tlsConfig.RootCAs, tlsConfig.InsecureSkipVerify = nil, true // convoy-apiserver's own serving certificate
-	scraper := &http.Client{Transport: &http.Transport{TLSClientConfig: tlsConfig}, Timeout: 10 * time.Second}
-	return &fleet{cp: cp, n: n, kube: kube, dyn: dyn, convoy: convoy, scraper: scraper}, nil
+	transport := &http.Transport{TLSClientConfig: tlsConfig}
+	scraper := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	return &fleet{cp: cp, n: n, kube: kube, dyn: dyn, convoy: convoy, scraper: scraper, profiler: &http.Client{Transport: transport}}, nil
 }
 
 // objects returns the 20 objects of Release i.
@@ -404,19 +442,30 @@ func (f *fleet) touch(ctx context.Context) error {
 // every 2s until 30s before resyncAt, then every 50ms: a scrape of 5,000
 // Releases' condition series is work for convoy-apiserver, which a
 // benchmark must not add to what it measures.
-func (f *fleet) firstPass(p *controlplane.ConvoyProcess, resyncAt time.Time) (*baseline, error) {
+func (f *fleet) firstPass(ctx context.Context, p *controlplane.ConvoyProcess, resyncAt time.Time) (*baseline, error) {
 	last, err := f.scrape(p)
 	if err != nil {
 		return nil, err
 	}
+	// kube-apiserver's counters are read once, when the scrapes quicken:
+	// the fleet is quiet until the resync (an interval of an hour).
+	var kas map[string]float64
 	for {
-		kas, conv := cpuSeconds(f.cp.KubeAPIServerPID()), cpuSeconds(p.PID())
+		if kas == nil && time.Until(resyncAt) <= 30*time.Second {
+			if kas, err = f.kasRequests(ctx); err != nil {
+				return nil, err
+			}
+		}
+		kasCPU, conv := cpuSeconds(f.cp.KubeAPIServerPID()), cpuSeconds(p.PID())
 		now, err := f.scrape(p)
 		if err != nil {
 			return nil, err
 		}
 		if now.passes > last.passes {
-			return &baseline{at: time.Now(), kasCPU: kas, convCPU: conv, before: last}, nil
+			if kas == nil { // a first pass before resyncAt
+				return nil, fmt.Errorf("a drift pass came %s before the resync", time.Until(resyncAt).Round(time.Second))
+			}
+			return &baseline{at: time.Now(), kasCPU: kasCPU, convCPU: conv, before: last, kas: kas}, nil
 		}
 		last = now
 		if time.Until(resyncAt) > 30*time.Second {
@@ -454,6 +503,7 @@ type row struct {
 	kasCPU, convCPU float64            // seconds
 	peakMemory      int64
 	drifted, inSync int
+	kas             map[string]float64 // kube-apiserver's requests in the round, by kasRequests key
 }
 
 // baseline is where a round starts.
@@ -461,6 +511,7 @@ type baseline struct {
 	at              time.Time
 	kasCPU, convCPU float64
 	before          metrics
+	kas             map[string]float64 // kube-apiserver's request counters
 }
 
 // round waits until every Release had one more drift pass and reads the
@@ -473,7 +524,11 @@ func (f *fleet) round(ctx context.Context, p *controlplane.ConvoyProcess, name s
 		if err != nil {
 			return r, err
 		}
-		start = &baseline{at: time.Now(), kasCPU: cpuSeconds(f.cp.KubeAPIServerPID()), convCPU: cpuSeconds(p.PID()), before: before}
+		kas, err := f.kasRequests(ctx)
+		if err != nil {
+			return r, err
+		}
+		start = &baseline{at: time.Now(), kasCPU: cpuSeconds(f.cp.KubeAPIServerPID()), convCPU: cpuSeconds(p.PID()), before: before, kas: kas}
 	}
 	before, kas0, conv0 := start.before, start.kasCPU, start.convCPU
 	if before.target == nil {
@@ -510,6 +565,14 @@ func (f *fleet) round(ctx context.Context, p *controlplane.ConvoyProcess, name s
 		r.requests[op] = v - before.target[op]
 	}
 	r.own = after.own - before.own
+	kas, err := f.kasRequests(ctx)
+	if err != nil {
+		return r, err
+	}
+	r.kas = map[string]float64{}
+	for k, v := range kas {
+		r.kas[k] = v - start.kas[k]
+	}
 	list, err := f.convoy.ConvoyV1alpha1().Releases(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return r, err
