@@ -104,10 +104,12 @@ bench: build
 	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/ ./pkg/health/ ./pkg/source/
 
 ## bench-fleet: RELEASES Releases of 20 objects on the local control plane, a
-## cold and a steady round with the caches off and on, in the same run
+## cold and a steady round with the caches off and on, in the same run;
+## BENCH_FLEET_ARGS adds flags (go run ./hack/bench-fleet -h)
 RELEASES ?= 1000
+BENCH_FLEET_ARGS ?=
 bench-fleet: build
-	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench-fleet --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver --releases $(RELEASES)
+	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench-fleet --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver --releases $(RELEASES) $(BENCH_FLEET_ARGS)
 
 clean:
 	rm -rf $(BIN_DIR) $(LOCAL_DIR)

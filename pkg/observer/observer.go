@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
@@ -151,7 +152,7 @@ func (o *Observer) setLeading(leading bool) {
 // the informers to the end of the loops.
 func (o *Observer) runLoops(ctx context.Context) error {
 	c := o.cfg
-	factory := convoyinformers.NewSharedInformerFactory(c.Convoy, c.Resync)
+	factory := convoyinformers.NewSharedInformerFactoryWithOptions(c.Convoy, c.Resync, convoyinformers.WithTransform(stripManagedFields))
 	v1 := factory.Convoy().V1alpha1()
 	status := NewStatusWriter(c.Convoy.ConvoyV1alpha1(), c.Recorder, c.Clock)
 	// A memory of this term only: one kept from an earlier term would miss
@@ -186,4 +187,17 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	wg.Go(func() { healthLoop.Run(ctx, c.HealthWorkers) })
 	wg.Wait()
 	return nil
+}
+
+// stripManagedFields is the informers' transform: the loops never read the
+// managedFields of a Release, an inventory or a rule set, and they are a
+// large part of what the informers keep per Release (an entry per manager:
+// the spec's, the controller's status, convoy-observe's conditions; an
+// inventory's lists a field per entry). An object that is not one (a
+// tombstone) is left as it is.
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

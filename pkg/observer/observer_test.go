@@ -201,3 +201,18 @@ func TestReleaseUpdateTriggers(t *testing.T) {
 		})
 	}
 }
+
+// The informers keep no managedFields; a tombstone passes as it is.
+func TestStripManagedFields(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "convoy-observe"}}},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "web"}}}}
+	got, err := stripManagedFields(release)
+	require.NoError(t, err)
+	assert.Nil(t, got.(*convoyv1alpha1.Release).ManagedFields)
+	assert.Equal(t, "web", got.(*convoyv1alpha1.Release).Spec.Source.ConfigMap.Name, "the rest is kept")
+
+	tombstone := cache.DeletedFinalStateUnknown{Key: "shop/web", Obj: release}
+	got, err = stripManagedFields(tombstone)
+	require.NoError(t, err)
+	assert.Equal(t, tombstone, got)
+}
