@@ -101,17 +101,23 @@ func TestPassQueueSurvivesAPanic(t *testing.T) {
 	assert.Equal(t, 1, q.queue.NumRequeues(cache.ObjectName{Namespace: "shop", Name: "bad"}), "retried with backoff")
 }
 
+// listedAfterQueue is a queue of the Release shop/web whose passes record
+// the ListedAfter of their context in got.
+func listedAfterQueue(t *testing.T) (q passQueue, got *[]time.Time, release *metav1.ObjectMeta) {
+	got = &[]time.Time{}
+	q = newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
+		*got = append(*got, cluster.ListedAfter(ctx))
+		return 0, nil
+	})
+	t.Cleanup(q.queue.ShutDown)
+	return q, got, &metav1.ObjectMeta{Namespace: "shop", Name: "web"}
+}
+
 // A pass enqueued by an event reads through LISTs sent after the event; a
 // pass that was only due (its interval, a re-check) shares any fresh LIST.
 func TestPassAfterAnEventWantsANewerList(t *testing.T) {
-	var got []time.Time
-	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
-		got = append(got, cluster.ListedAfter(ctx))
-		return 0, nil
-	})
-	defer q.queue.ShutDown()
+	q, got, release := listedAfterQueue(t)
 	ctx := context.Background()
-	release := &metav1.ObjectMeta{Namespace: "shop", Name: "web"}
 
 	before := time.Now()
 	q.enqueue(release)
@@ -119,10 +125,10 @@ func TestPassAfterAnEventWantsANewerList(t *testing.T) {
 	q.queue.Add(cache.ObjectName{Namespace: "shop", Name: "web"}) // as AddAfter does when due
 	assert.True(t, q.processNext(ctx))
 
-	require.Len(t, got, 2)
-	assert.False(t, got[0].Before(before), "after the event")
-	assert.False(t, got[0].After(time.Now()))
-	assert.True(t, got[1].IsZero(), "a pass that was only due has no event to follow")
+	require.Len(t, *got, 2)
+	assert.False(t, (*got)[0].Before(before), "after the event")
+	assert.False(t, (*got)[0].After(time.Now()))
+	assert.True(t, (*got)[1].IsZero(), "a pass that was only due has no event to follow")
 }
 
 // The retry of a failed pass that followed an event still follows it.
@@ -151,14 +157,8 @@ func TestRetryOfAPassAfterAnEventWantsANewerList(t *testing.T) {
 // LIST; it does not take away the time of an event after which the cluster
 // may have changed and whose pass has not run yet.
 func TestPassSharingListsFollowsNoEvent(t *testing.T) {
-	var got []time.Time
-	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
-		got = append(got, cluster.ListedAfter(ctx))
-		return 0, nil
-	})
-	defer q.queue.ShutDown()
+	q, got, release := listedAfterQueue(t)
 	ctx := context.Background()
-	release := &metav1.ObjectMeta{Namespace: "shop", Name: "web"}
 
 	q.add(release, sharingLists)
 	assert.True(t, q.processNext(ctx))
@@ -168,9 +168,9 @@ func TestPassSharingListsFollowsNoEvent(t *testing.T) {
 	q.add(release, noPass)
 	assert.Zero(t, q.queue.Len(), "noPass enqueues nothing")
 
-	require.Len(t, got, 2)
-	assert.True(t, got[0].IsZero(), "a new spec alone shares fresh LISTs")
-	assert.False(t, got[1].IsZero(), "the sync's event still counts")
+	require.Len(t, *got, 2)
+	assert.True(t, (*got)[0].IsZero(), "a new spec alone shares fresh LISTs")
+	assert.False(t, (*got)[1].IsZero(), "the sync's event still counts")
 }
 
 // Which updates of a Release start a pass of each loop, and how.
