@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -137,7 +138,12 @@ func (c *ControlPlane) startConvoy(ctx context.Context, extraArgs []string) (*Co
 // waitConvoyServing waits until the process answers /readyz over TLS with the
 // admin client certificate. 200 is ready; unless authenticated is set, 401,
 // 403 and 404 show a server that is up but will not tell, which is good
-// enough: the APIService's Available condition is the real gate.
+// enough: the APIService's Available condition is the real gate. With
+// authenticated, /metrics must answer 200 too: anonymous requests may read
+// /readyz, so only a path they may not read shows that the server already
+// knows the client CA (it loads it from the cluster after it starts
+// serving; a test that scraped a replica at once was answered 403 as
+// system:anonymous).
 func (c *ControlPlane) waitConvoyServing(ctx context.Context, p *ConvoyProcess, authenticated bool) error {
 	roots := x509.NewCertPool()
 	roots.AddCert(c.pki.convoyCA.cert)
@@ -163,6 +169,9 @@ func (c *ControlPlane) waitConvoyServing(ctx context.Context, p *ConvoyProcess, 
 		resp.Body.Close()
 		switch resp.StatusCode {
 		case http.StatusOK:
+			if authenticated {
+				return c.adminMay(ctx, client, p.URL()+"/metrics")
+			}
 			return nil
 		case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
 			if !authenticated {
@@ -173,6 +182,25 @@ func (c *ControlPlane) waitConvoyServing(ctx context.Context, p *ConvoyProcess, 
 	})
 	if err != nil {
 		return fmt.Errorf("%w\nlast lines of %s:\n%s", err, p.LogFile(), p.proc.tail(30))
+	}
+	return nil
+}
+
+// adminMay says whether the admin client may GET url (200), not yet
+// otherwise.
+func (c *ControlPlane) adminMay(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return notYet("%w", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return notYet("%s: %s", url, resp.Status)
 	}
 	return nil
 }
