@@ -185,7 +185,10 @@ func run() error {
 		// The informer resync: a pass of every Release, nothing changed at
 		// all (neither the cluster nor a spec).
 		if time.Since(start.at) > *resync {
-			return fmt.Errorf("the resync came before the first two rounds ended: raise --resync")
+			// What was measured is printed: a large fleet takes an hour
+			// to create.
+			printTable(*releases, append(rows, cold, steady))
+			return fmt.Errorf("the resync came before the first two rounds ended (the spec-changed round may hold resync passes): raise --resync")
 		}
 		resyncStart, err := f.firstPass(ctx, convoy, start.at.Add(*resync))
 		if err != nil {
