@@ -72,6 +72,7 @@ func run() error {
 	resync := flag.Duration("resync", 0, "--resync of convoy-apiserver, which starts the resync round; it must come after the other two rounds (default: 2m + 200ms per Release)")
 	maxAge := flag.Duration("cache-max-age", 0, "--cache-max-age of convoy-apiserver, which only the cache-on instance uses (default: 10m, or --resync + 5m when that is longer, so that the resync round measures passes within it, not the periodic refresh)")
 	costsOnly := flag.Bool("costs-only", false, "measure only kube-apiserver's CPU per request of each kind (on the fleet, without convoy-apiserver), no rounds")
+	baselineBin := flag.String("baseline", "", "another convoy-apiserver binary (an earlier build) to run first, with the cache on, on the same fleet")
 	modes := flag.String("cache-modes", "off,on", "the instances to run, in order: off (--cache=false), on (--cache=true), or both")
 	cpuProfile := flag.String("cpu-profile", "", "take CPU profiles of convoy-apiserver and kube-apiserver from the start of each spec-changed round, into this file prefix")
 	profileSeconds := flag.Int("cpu-profile-seconds", 60, "how long the CPU profiles of --cpu-profile last")
@@ -131,32 +132,42 @@ func run() error {
 		*maxAge = max(10*time.Minute, *resync+5*time.Minute)
 	}
 	fmt.Fprintf(os.Stderr, "bench-fleet: --resync=%s, --cache-max-age=%s\n", resync, maxAge)
-	var cacheModes []bool
+	type instance struct {
+		binary string // "": --convoy-apiserver
+		cache  bool
+		mode   string
+	}
+	var instances []instance
+	if *baselineBin != "" {
+		instances = append(instances, instance{binary: *baselineBin, cache: true, mode: "baseline, cache on"})
+	}
 	for _, m := range strings.Split(*modes, ",") {
 		switch m {
 		case "off", "on":
-			cacheModes = append(cacheModes, m == "on")
+			instances = append(instances, instance{cache: m == "on", mode: "cache " + m})
 		default:
 			return fmt.Errorf("--cache-modes: %q is neither off nor on", m)
 		}
 	}
 	var rows []row
-	for _, cache := range cacheModes {
+	for i, in := range instances {
 		if *costsOnly {
 			break
 		}
-		mode := "cache off"
-		if cache {
-			mode = "cache on"
-		}
+		cache, mode := in.cache, in.mode
 		// The cold round starts with the process: its counters are zero.
 		kas, err := f.kasRequests(ctx)
 		if err != nil {
 			return err
 		}
 		start := baseline{at: time.Now(), kasCPU: cpuSeconds(cp.KubeAPIServerPID()), kas: kas}
-		convoy, err := cp.StartConvoyAPIServer(ctx, "--cache="+strconv.FormatBool(cache), "--leader-elect=false", "--resync="+resync.String(),
-			"--cache-max-age="+maxAge.String())
+		args := []string{"--cache=" + strconv.FormatBool(cache), "--leader-elect=false", "--resync=" + resync.String(), "--cache-max-age=" + maxAge.String()}
+		var convoy *controlplane.ConvoyProcess
+		if in.binary != "" {
+			convoy, err = cp.StartConvoyAPIServerFrom(ctx, in.binary, args...)
+		} else {
+			convoy, err = cp.StartConvoyAPIServer(ctx, args...)
+		}
 		if err != nil {
 			return err
 		}
@@ -168,7 +179,7 @@ func run() error {
 		trigger := f.touch
 		if *cpuProfile != "" {
 			trigger = func(ctx context.Context) error {
-				profiles = f.startCPUProfiles(ctx, convoy, fmt.Sprintf("%s-cache-%t", *cpuProfile, cache), *profileSeconds)
+				profiles = f.startCPUProfiles(ctx, convoy, fmt.Sprintf("%s-%d-cache-%t", *cpuProfile, i, cache), *profileSeconds)
 				return f.touch(ctx)
 			}
 		}
@@ -199,10 +210,10 @@ func run() error {
 			return err
 		}
 		if *heap != "" {
-			if err := f.saveProfile(convoy, "heap?gc=1", fmt.Sprintf("%s-cache-%t.pprof", *heap, cache)); err != nil {
+			if err := f.saveProfile(convoy, "heap?gc=1", fmt.Sprintf("%s-%d-cache-%t.pprof", *heap, i, cache)); err != nil {
 				return err
 			}
-			if err := f.saveProfile(convoy, "goroutine?debug=1", fmt.Sprintf("%s-cache-%t.goroutines.txt", *heap, cache)); err != nil {
+			if err := f.saveProfile(convoy, "goroutine?debug=1", fmt.Sprintf("%s-%d-cache-%t.goroutines.txt", *heap, i, cache)); err != nil {
 				return err
 			}
 		}

@@ -93,6 +93,21 @@ func (c *ControlPlane) StartConvoyAPIServer(ctx context.Context, extraArgs ...st
 	return p, nil
 }
 
+// StartConvoyAPIServerFrom is StartConvoyAPIServer with another binary: a
+// benchmark compares two builds on one fleet.
+func (c *ControlPlane) StartConvoyAPIServerFrom(ctx context.Context, binary string, extraArgs ...string) (*ConvoyProcess, error) {
+	c.mu.Lock()
+	saved := c.opts.ConvoyAPIServer
+	c.opts.ConvoyAPIServer = binary
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.opts.ConvoyAPIServer = saved
+		c.mu.Unlock()
+	}()
+	return c.StartConvoyAPIServer(ctx, extraArgs...)
+}
+
 func (c *ControlPlane) startConvoy(ctx context.Context, extraArgs []string) (*ConvoyProcess, error) {
 	if c.opts.ConvoyAPIServer == "" {
 		return nil, errors.New("no convoy-apiserver binary (Options.ConvoyAPIServer)")

@@ -101,6 +101,17 @@ type Snapshots struct {
 	entries *lru.Cache // snapshotKey → *snapshotEntry
 }
 
+// listWindowFactor stretches the freshness window of a LIST that took long:
+// a LIST is shared for at least this many times as long as it took, so
+// that a key spends at most a fifth of its time listing. A LIST of 150,000
+// ConfigMaps took 8 s at 10,000 Releases in one namespace: with windows of
+// 5 s, kube-apiserver listed for 60% of the round, every pass that came
+// after a window waited for the next LIST, and the windows that served too
+// few passes read one by one (docs/contributors/performance.md, "Fleet
+// scale"). A LIST that takes less than a quarter of --list-freshness keeps
+// the flag's window.
+const listWindowFactor = 4
+
 // ListCostRatio is how many objects of a metadata-only LIST cost about as
 // much kube-apiserver work as one GET of a whole object (see "Fleet scale" in
 // docs/contributors/performance.md for what was measured).
@@ -188,7 +199,7 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 			default:
 				inFlight = true
 			}
-			if inFlight || now.Sub(prev.ended) < s.freshness {
+			if inFlight || now.Sub(prev.ended) < prev.window(s.freshness) {
 				oneByOne := !inFlight && errors.Is(prev.err, ErrNotWorthListing)
 				// Rent or buy within the window too: once the reads one
 				// by one cost as much as a LIST, list now (a burst of
@@ -252,6 +263,15 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 		close(e.done)
 		return e.snap, e.err
 	}
+}
+
+// window is how long e is shared after its LIST ended: freshness, or
+// listWindowFactor times as long as the LIST took when that is longer.
+func (e *snapshotEntry) window(freshness time.Duration) time.Duration {
+	if e.snap == nil {
+		return freshness
+	}
+	return max(freshness, listWindowFactor*e.ended.Sub(e.at))
 }
 
 // wait returns the Snapshot of e once its LIST is done.

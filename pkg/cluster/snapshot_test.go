@@ -370,3 +370,40 @@ func TestSnapshotResourceVersions(t *testing.T) {
 	_, ok := snap.ResourceVersion("not listed")
 	assert.False(t, ok)
 }
+
+// A LIST that took long is shared for listWindowFactor times as long as it
+// took, when that is longer than the freshness window; a short one for the
+// window.
+func TestSnapshotsShareASlowListLonger(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"))
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	var lists atomic.Int32
+	took := 10 * time.Second
+	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists.Add(1)
+		clk.SetTime(clk.Now().Add(took))
+		return false, nil, nil
+	})
+	s := NewSnapshots(client, 5*time.Second, clk)
+	ctx := context.Background()
+	get := func() {
+		_, err := s.Get(ctx, configMaps, "shop")
+		require.NoError(t, err)
+	}
+	get()
+	clk.SetTime(clk.Now().Add(39 * time.Second))
+	get()
+	assert.Equal(t, int32(1), lists.Load(), "a LIST of 10s is shared for 40s")
+	took = time.Second
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	get()
+	assert.Equal(t, int32(2), lists.Load(), "past 40s")
+	clk.SetTime(clk.Now().Add(4 * time.Second))
+	get()
+	assert.Equal(t, int32(2), lists.Load(), "a LIST of 1s is shared for the window of 5s")
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	get()
+	assert.Equal(t, int32(3), lists.Load())
+}
