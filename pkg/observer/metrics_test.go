@@ -86,7 +86,6 @@ convoy_observer_pass_lateness_seconds{loop="health"} 0
 convoy_release_condition{name="web",namespace="shop",reason="Drifted",status="False",type="InSync"} 1
 # HELP convoy_release_selfheal_backing_off [ALPHA] `+backingOffHelp()+`
 # TYPE convoy_release_selfheal_backing_off gauge
-convoy_release_selfheal_backing_off{name="api",namespace="shop"} 0
 convoy_release_selfheal_backing_off{name="web",namespace="shop"} 1
 `), names...))
 
