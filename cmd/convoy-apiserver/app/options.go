@@ -211,7 +211,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	caches.DurationVar(&o.CacheMaxAge, "cache-max-age", o.CacheMaxAge,
 		"Longest reuse of a compare, render or verdict: every object gets a real dry run at least this often, so a new admission policy, webhook or CRD default shows within it.")
 	caches.DurationVar(&o.Target.ListFreshness, "list-freshness", o.Target.ListFreshness,
-		"How long a metadata-only LIST is shared between passes; a change on a cluster shows at the first pass whose LIST is newer.")
+		"How long a metadata-only LIST is shared between passes, at least 4 times as long as the LIST took; a change on a cluster shows at the first pass whose LIST is newer (a pass after a sync always lists again).")
 	caches.IntVar(&o.RenderCacheBytes, "render-cache-bytes", o.RenderCacheBytes, "Most bytes of renders kept (their compressed JSON).")
 	caches.IntVar(&o.BuildCacheBytes, "build-cache-bytes", o.BuildCacheBytes,
 		"Most bytes of kustomize and chart-directory builds kept (their JSON), keyed by the content of the files each build can read, each for an hour at most; 0 keeps none. Not turned off by --cache=false: a build's key is its whole input.")
