@@ -105,10 +105,10 @@ type Snapshots struct {
 // a LIST is shared for at least this many times as long as it took, so
 // that a key spends at most a fifth of its time listing. A LIST of 150,000
 // ConfigMaps took 8 s at 10,000 Releases in one namespace: with windows of
-// 5 s, kube-apiserver listed for 60% of the round, every pass that came
+// 5 s, that key was being listed 60% of the time, every pass that came
 // after a window waited for the next LIST, and the windows that served too
-// few passes read one by one (docs/contributors/performance.md, "Fleet
-// scale"). A LIST that takes less than a quarter of --list-freshness keeps
+// few passes read one by one (docs/contributors/performance.md, "10,000
+// Releases, one leader"). A LIST that takes less than a quarter of --list-freshness keeps
 // the flag's window.
 const listWindowFactor = 4
 
