@@ -154,7 +154,7 @@ func (c *ControlPlane) startConvoy(ctx context.Context, extraArgs []string) (*Co
 // admin client certificate. 200 is ready; unless authenticated is set, 401,
 // 403 and 404 show a server that is up but will not tell, which is good
 // enough: the APIService's Available condition is the real gate. With
-// authenticated, /metrics must answer 200 too: anonymous requests may read
+// authenticated, /metrics must not answer 401 or 403: anonymous requests may read
 // /readyz, so only a path they may not read shows that the server already
 // knows the client CA (it loads it from the cluster after it starts
 // serving; a test that scraped a replica at once was answered 403 as
@@ -201,8 +201,10 @@ func (c *ControlPlane) waitConvoyServing(ctx context.Context, p *ConvoyProcess, 
 	return nil
 }
 
-// adminMay says whether the admin client may GET url (200), not yet
-// otherwise.
+// adminMay says whether the admin client may GET url: not yet while the
+// server answers 401 or 403 (it does not know the client CA yet); any other
+// answer (200, or 404 from a stand-in server without the path) got past
+// authentication and authorization.
 func (c *ControlPlane) adminMay(ctx context.Context, client *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -214,7 +216,7 @@ func (c *ControlPlane) adminMay(ctx context.Context, client *http.Client, url st
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 		return notYet("%s: %s", url, resp.Status)
 	}
 	return nil
