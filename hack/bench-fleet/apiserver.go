@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -70,7 +71,7 @@ func printRequestLog(n int, rows []row) {
 				total += v
 			}
 		}
-		slices.SortFunc(entries, func(a, b entry) int { return int(b.v - a.v) })
+		slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(b.v, a.v) })
 		var parts []string
 		for _, e := range entries[:min(len(entries), 10)] {
 			parts = append(parts, fmt.Sprintf("%s %.0f (%.3f)", e.key, e.v, e.v/objs))

@@ -158,7 +158,7 @@ func Start(ctx context.Context, o Options) (_ *ControlPlane, err error) {
 		}
 	}
 	if o.ConvoyAPIServer != "" && !o.DeferConvoy {
-		p, err := c.startConvoy(ctx, nil)
+		p, err := c.startConvoy(ctx, o.ConvoyAPIServer, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -82,7 +82,13 @@ func (c *ControlPlane) ConvoyAPIServer() *ConvoyProcess {
 // already authenticate clients (it loads their CA from the cluster after it
 // starts serving). It does not register it: see RegisterAPIService.
 func (c *ControlPlane) StartConvoyAPIServer(ctx context.Context, extraArgs ...string) (*ConvoyProcess, error) {
-	p, err := c.startConvoy(ctx, extraArgs)
+	return c.StartConvoyAPIServerFrom(ctx, c.opts.ConvoyAPIServer, extraArgs...)
+}
+
+// StartConvoyAPIServerFrom is StartConvoyAPIServer with another binary: a
+// benchmark compares two builds on one fleet.
+func (c *ControlPlane) StartConvoyAPIServerFrom(ctx context.Context, binary string, extraArgs ...string) (*ConvoyProcess, error) {
+	p, err := c.startConvoy(ctx, binary, extraArgs)
 	if err != nil {
 		return nil, fmt.Errorf("controlplane: %w", err)
 	}
@@ -93,23 +99,8 @@ func (c *ControlPlane) StartConvoyAPIServer(ctx context.Context, extraArgs ...st
 	return p, nil
 }
 
-// StartConvoyAPIServerFrom is StartConvoyAPIServer with another binary: a
-// benchmark compares two builds on one fleet.
-func (c *ControlPlane) StartConvoyAPIServerFrom(ctx context.Context, binary string, extraArgs ...string) (*ConvoyProcess, error) {
-	c.mu.Lock()
-	saved := c.opts.ConvoyAPIServer
-	c.opts.ConvoyAPIServer = binary
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.opts.ConvoyAPIServer = saved
-		c.mu.Unlock()
-	}()
-	return c.StartConvoyAPIServer(ctx, extraArgs...)
-}
-
-func (c *ControlPlane) startConvoy(ctx context.Context, extraArgs []string) (*ConvoyProcess, error) {
-	if c.opts.ConvoyAPIServer == "" {
+func (c *ControlPlane) startConvoy(ctx context.Context, binary string, extraArgs []string) (*ConvoyProcess, error) {
+	if binary == "" {
 		return nil, errors.New("no convoy-apiserver binary (Options.ConvoyAPIServer)")
 	}
 	cred, err := c.ensureConvoyCredentials(ctx)
@@ -136,7 +127,7 @@ func (c *ControlPlane) startConvoy(ctx context.Context, extraArgs []string) (*Co
 		"--authorization-kubeconfig=" + cred.kubeconfig,
 	}
 	args = append(append(args, c.opts.ConvoyArgs...), extraArgs...)
-	proc, err := c.launch(fmt.Sprintf("%s-%d", convoyName, n), c.opts.ConvoyAPIServer, args, c.opts.ConvoyEnv)
+	proc, err := c.launch(fmt.Sprintf("%s-%d", convoyName, n), binary, args, c.opts.ConvoyEnv)
 	if err != nil {
 		return nil, err
 	}
