@@ -60,11 +60,16 @@ E2E_TIMEOUT ?= 40m
 test: test-unit testbin
 	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
 
+# The unit tests' deadline per package: hack/image builds the server's
+# image, which on a machine with a cold build cache takes more than go test's
+# default of 10 minutes while the other packages compile beside it.
+UNIT_TIMEOUT ?= 30m
+
 ## test-unit: unit tests with the race detector; then the Sandbox tests
 ## without it, whose child process (the test binary) must not carry the race
 ## detector's shadow memory into its RLIMIT_DATA
 test-unit:
-	$(GO) test -race $(GOTEST_FLAGS) $(UNIT_PKGS)
+	$(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
 	$(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
 	cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...
 
