@@ -61,8 +61,8 @@ type Renderer struct {
 //  5. New sorts the objects and computes the renderRef.
 //
 // The same Release, inputs and artifacts always give the same render and
-// renderRef. Every error is a *failure.Error; an error of the inputs or the
-// Scoper is wrapped in it. A fetch has its own limits (pkg/source); a
+// renderRef. Every error is a *failure.Error but the fetch's park.ErrParked;
+// an error of the inputs or the Scoper is wrapped in it. A fetch has its own limits (pkg/source); a
 // render past the Engine's Limits fails with the limit's reason
 // (RenderTimeout, TooManyObjects, RenderTooLarge, RenderMemoryExceeded).
 func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*Render, error) {

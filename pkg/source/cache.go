@@ -2,11 +2,16 @@ package source
 
 import (
 	"context"
+	"errors"
 	"hash"
 	"io"
+	"strconv"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
 
 // shared runs fn once for the callers that ask for the same key at the same
@@ -18,44 +23,54 @@ import (
 // each caller stops waiting when its own context ends. A panic of fn is
 // that fetch's InternalError, never the process's. Keys hold the
 // credentials' key wherever the answer depends on them. With the caches off
-// every caller runs fn.
+// every caller runs fn, in a request of its own.
 //
 // fn runs in a slot of namespace (the namespace of the Release that
 // started the request), taken by the request, not by its callers: a shared
-// request whose callers all gave up keeps its slot to its end.
+// request whose callers all gave up keeps its slot to its end. Only the
+// callers of one namespace share a request: a caller of another namespace
+// that joined it would wait for a slot of the first, which a tenant whose
+// registries never answer holds (the caches still share what a request
+// got once it ended).
+//
+// A caller with a park.Spot in its context (a pass of the drift loop)
+// waits for the request, its slot included, for the Spot's grace at most,
+// then parks: it gets park.ErrParked, and the result goes to the Spot
+// (park.Wait), so that a registry that never answers holds no worker of
+// the loop.
 func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(context.Context) (any, error)) (any, error) {
-	inSlot := func(ctx context.Context) (any, error) {
-		release, err := f.slots.acquire(ctx, namespace)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		return fn(ctx)
-	}
+	flight := namespace + "\x00" + key
 	if f.contents == nil {
-		return inSlot(ctx)
+		flight += "\x00" + strconv.FormatUint(f.solo.Add(1), 10)
 	}
-	ch := f.flights.DoChan(key, func() (v any, err error) {
-		fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), f.opts.Timeout, errFetchTimeout)
-		defer cancel()
-		defer func() {
-			if r := recover(); r != nil {
-				v, err = nil, failure.Recovered(fctx, r)
+	res, err := park.Wait(ctx, key, func() <-chan singleflight.Result {
+		return f.flights.DoChan(flight, func() (v any, err error) {
+			fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), f.opts.Timeout, errFetchTimeout)
+			defer cancel()
+			defer func() {
+				if r := recover(); r != nil {
+					v, err = nil, failure.Recovered(fctx, r)
+				}
+			}()
+			release, err := f.slots.acquire(fctx, namespace)
+			if err != nil {
+				return nil, err
 			}
-		}()
-		v, err = inSlot(fctx)
-		if err != nil {
-			// Its callers may not have reached their own timeout yet.
-			err = f.timedOut(fctx, err)
-		}
-		return v, err
+			defer release()
+			if v, err = fn(fctx); err != nil {
+				// Its callers may not have reached their own timeout yet.
+				err = f.timedOut(fctx, err)
+			}
+			return v, err
+		})
 	})
-	select {
-	case res := <-ch:
-		return res.Val, res.Err
-	case <-ctx.Done():
-		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx), "waiting for the same request of another fetch")
+	switch {
+	case errors.Is(err, park.ErrParked):
+		return nil, err
+	case err != nil:
+		return nil, failure.New(ReasonFetchTimeout, err, "waiting for the request to the registry or repository")
 	}
+	return res.Val, res.Err
 }
 
 // lookedUp counts a lookup of the Fetcher's content cache (CacheSource) or

@@ -21,6 +21,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
 
 // ChartKey is the binaryData key of a source ConfigMap that holds a
@@ -227,8 +229,10 @@ type Fetcher struct {
 	gitListings *agecache.Cache[string, gitRefs]
 	clients     *agecache.Cache[string, *client]
 	pullers     *agecache.Cache[string, *remote.Puller]
-	// flights share the requests in flight (shared).
+	// flights share the requests in flight (shared); with the caches off,
+	// solo numbers the requests, each a flight of its own.
 	flights singleflight.Group
+	solo    atomic.Uint64
 	// dialControl, when set, is the dialers' Control in place of the
 	// policy's: the tests set one that asks the policy and then refuses
 	// any address off loopback, so a policy that lets an address through
@@ -265,10 +269,13 @@ var errFetchTimeout = errors.New("fetch timeout")
 // Fetch fetches the source of release: spec.source.configMap,
 // spec.source.ociRepository, spec.source.helmRepository or spec.source.git, reading what it
 // needs from the Release's namespace with inputs (as its identity). Every
-// error is a *failure.Error.
+// error is a *failure.Error but park.ErrParked (a caller with a park.Spot
+// whose request did not end within its grace: see shared).
 func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
 	out, err := f.fetch(ctx, release, inputs)
-	fetches.WithLabelValues(kindLabel(release.Spec.Source), outcomeOf(err)).Inc()
+	if !errors.Is(err, park.ErrParked) { // no outcome yet
+		fetches.WithLabelValues(kindLabel(release.Spec.Source), outcomeOf(err)).Inc()
+	}
 	return out, err
 }
 
@@ -357,7 +364,7 @@ func (f *Fetcher) timedOut(ctx context.Context, err error) error {
 // requests take slots as Fetch's do.
 func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
 	digest, err := f.resolve(ctx, release, inputs)
-	if kind := kindLabel(release.Spec.Source); kind != "configMap" && kind != "invalid" {
+	if kind := kindLabel(release.Spec.Source); kind != "configMap" && kind != "invalid" && !errors.Is(err, park.ErrParked) {
 		resolves.WithLabelValues(kind, outcomeOf(err)).Inc()
 	}
 	return digest, err
