@@ -8,6 +8,7 @@ package drift
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
@@ -107,7 +109,9 @@ type Options struct {
 // Report with an Undetermined result and the reason of the InSync condition
 // (see classify), except a stored render asked for that is not stored: that is
 // a *failure.Error of reason ReasonRenderNotStored. The ReleaseInventory
-// that could not be read for opts.ExtraObjects is an error too.
+// that could not be read for opts.ExtraObjects is an error too, and so is a
+// check whose source parked (park.ErrParked, with a park.Spot in ctx: the
+// loop's pass runs again when the request ends).
 //
 // Everything is done as the Release's identity: its inputs and render store
 // are read, and its objects read and dry-run, with the clients of its Access.
@@ -125,7 +129,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 	}()
 	access, want, f := c.desired(ctx, release, opts.Render)
 	if f != nil {
-		if f.Reason == ReasonRenderNotStored {
+		if f.Reason == ReasonRenderNotStored || errors.Is(f, park.ErrParked) {
 			return nil, f
 		}
 		return &Report{Result: compare.Undetermined(f.Reason, f.Message)}, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -27,6 +28,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -199,4 +201,42 @@ func TestCheckPanicIsUndetermined(t *testing.T) {
 	_, err = c.Desired(context.Background(), &convoyv1alpha1.Release{}, "")
 	assert.Equal(t, failure.ReasonInternalError, failure.ReasonOf(err))
 	assert.ErrorContains(t, err, "injected panic")
+}
+
+// A check whose fetch parks (a pass of the drift loop, whose registry does
+// not answer) is an error the loop tells apart, not an Undetermined report:
+// the pass writes nothing and runs again when the request ends. Without a
+// Spot the same check waits, and reports what the request got.
+func TestCheckWhoseFetchParks(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never answered
+		}
+	}()
+	fetcher := source.NewFetcher(source.Options{Policy: egress.AddressPolicy{AllowLoopback: true}, Timeout: time.Second})
+	c := NewChecker(fakeTargets{}, render.NewEngine(fetcher, nil, render.Limits{}), compare.NewEngine(nil, 1), nil)
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{
+			URL: "oci://" + silent.Addr().String() + "/charts/web", Tag: "1"}}}}
+
+	woken := make(chan struct{}, 1)
+	spot := park.NewSpot(50*time.Millisecond, func() { woken <- struct{}{} })
+	spot.Begin()
+	report, err := c.Check(park.WithSpot(context.Background(), spot), release, Options{})
+	assert.Nil(t, report)
+	require.ErrorIs(t, err, park.ErrParked)
+	<-woken // the request ended at the fetch timeout
+
+	report, err = c.Check(context.Background(), release, Options{})
+	require.NoError(t, err)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
+	assert.Equal(t, source.ReasonFetchTimeout, report.Reason)
+	require.NoError(t, silent.Close())
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -49,6 +50,7 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
 	l := &DriftLoop{checker: checker, status: status, requester: requester, contests: contests}
 	l.passQueue = newPassQueue("drift", releases.Lister(), l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
+	l.spots = newSpots(park.DefaultGrace, l.queue.Add)
 	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
@@ -116,7 +118,8 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 }
 
 // pass runs one drift pass of release and returns when the next one is due.
-// What it found, the InSync condition and status.selfHeal (the contested
+// A pass whose source would keep it waiting parks (park.ErrParked) and
+// writes nothing. What it found, the InSync condition and status.selfHeal (the contested
 // fields and the backoff of self-heal, after this pass's decision), is
 // written in one apply before the sync request it decided on.
 func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
@@ -141,7 +144,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 	if report.Reason == failure.ReasonInternalError {
 		panics.WithLabelValues("drift").Inc()
 	}
-	klog.FromContext(ctx).V(2).Info("Drift pass", "result", report.Result.Result, "reason", report.Reason)
+	klog.FromContext(ctx).V(2).Info("Drift pass", "generation", release.Generation, "result", report.Result.Result, "reason", report.Reason)
 	if _, err := l.status.SetInSync(ctx, release, cond, selfHeal); err != nil {
 		return interval, err
 	}

@@ -129,6 +129,23 @@ var latenessDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_pass_latenes
 		"A loop that keeps up with its intervals stays near 0; reported by the replica that runs the loops.",
 	[]string{"loop"}, metrics.ALPHA)
 
+// The wait for the workers, per loop (pkg/fairqueue, pkg/park): no series
+// per namespace.
+var (
+	oldestWaitingDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_queue_oldest_seconds",
+		"How long the pass that has waited longest for a worker of the loop has waited (due or asked for, not started); 0 when none waits. "+
+			"workqueue_depth{name=LOOP} is how many wait; reported by the replica that runs the loops.",
+		[]string{"loop"}, metrics.ALPHA)
+	atShareDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_namespaces_at_share",
+		"Namespaces whose passes wait while they run on their share of the loop's workers (half): they get a worker only when no other namespace below its share has a pass waiting. "+
+			"Reported by the replica that runs the loops.",
+		[]string{"loop"}, metrics.ALPHA)
+	parkedDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_passes_parked",
+		"Releases whose pass gave its worker back to wait for a request to a registry or a repository (parked); the request's end starts their next pass. "+
+			"Reported by the replica that runs the loops.",
+		[]string{"loop"}, metrics.ALPHA)
+)
+
 // objectsDesc counts the objects the loops observe.
 var objectsDesc = metricSet.Desc(metricset.Gauge, "convoy_observer_objects",
 	"Objects the Releases applied (their ReleaseInventories' entries), which the loops observe: the denominator of API requests per object; reported by the replica that runs the loops.",
@@ -161,6 +178,9 @@ func (c *releaseCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- releaseConditionDesc
 	ch <- backingOffDesc
 	ch <- latenessDesc
+	ch <- oldestWaitingDesc
+	ch <- atShareDesc
+	ch <- parkedDesc
 	ch <- objectsDesc
 }
 
@@ -172,6 +192,10 @@ func (c *releaseCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	now := time.Now()
 	for _, q := range r.queues {
 		ch <- metrics.NewLazyConstMetric(latenessDesc, metrics.GaugeValue, q.due.lateness(now).Seconds(), q.name)
+		wait := q.fair.Stats()
+		ch <- metrics.NewLazyConstMetric(oldestWaitingDesc, metrics.GaugeValue, wait.Oldest.Seconds(), q.name)
+		ch <- metrics.NewLazyConstMetric(atShareDesc, metrics.GaugeValue, float64(wait.AtShare), q.name)
+		ch <- metrics.NewLazyConstMetric(parkedDesc, metrics.GaugeValue, float64(q.spots.parked()), q.name)
 	}
 	if inventories, err := r.inventories.List(labels.Everything()); err == nil {
 		objects := 0

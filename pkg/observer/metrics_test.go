@@ -1,18 +1,21 @@
 package observer
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics/testutil"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
 
 func TestPassLateness(t *testing.T) {
@@ -42,9 +45,11 @@ func TestLeaderTransitions(t *testing.T) {
 }
 
 // TestReleaseCollector: the conditions, self-heal and objects of the
-// Releases, and each loop's lateness, while the loops run; nothing before.
+// Releases, and each loop's lateness and wait, while the loops run; nothing
+// before.
 func TestReleaseCollector(t *testing.T) {
-	names := []string{"convoy_release_condition", "convoy_release_selfheal_backing_off", "convoy_observer_objects", "convoy_observer_pass_lateness_seconds"}
+	names := []string{"convoy_release_condition", "convoy_release_selfheal_backing_off", "convoy_observer_objects", "convoy_observer_pass_lateness_seconds",
+		"convoy_observer_namespaces_at_share", "convoy_observer_passes_parked"}
 	// A collector registers once: a fresh one per comparison.
 	require.NoError(t, testutil.CustomCollectAndCompare(&releaseCollector{}, strings.NewReader(""), names...), "not running: nothing")
 
@@ -66,14 +71,30 @@ func TestReleaseCollector(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
 		Spec:       convoyv1alpha1.ReleaseInventorySpec{Entries: make([]convoyv1alpha1.InventoryEntry, 2)},
 	}))
-	drift := &passQueue{name: "drift", due: &dueTimes{at: map[cache.ObjectName]time.Time{}}}
-	health := &passQueue{name: "health", due: &dueTimes{at: map[cache.ObjectName]time.Time{}}}
+	drift, health := newPassQueue("drift", nil, nil), newPassQueue("health", nil, nil)
+	t.Cleanup(drift.queue.ShutDown)
+	t.Cleanup(health.queue.ShutDown)
 	drift.due.set(cache.ObjectName{Namespace: "shop", Name: "web"}, time.Now().Add(time.Hour))
+	// Namespace shop runs a pass of the drift loop, its share of one worker,
+	// while another waits; web's pass parked.
+	web, api := cache.ObjectName{Namespace: "shop", Name: "web"}, cache.ObjectName{Namespace: "shop", Name: "api"}
+	drift.queue.Add(web)
+	drift.queue.Add(api)
+	_, _ = drift.queue.Get()
+	drift.spots = newSpots(time.Millisecond, func(cache.ObjectName) {})
+	never := make(chan singleflight.Result)
+	t.Cleanup(func() { close(never) })
+	_, err := park.Wait(park.WithSpot(context.Background(), drift.spots.take(web)), "resolve", func() <-chan singleflight.Result { return never })
+	require.ErrorIs(t, err, park.ErrParked)
 	c := &releaseCollector{}
-	r := &running{releases: convoylisters.NewReleaseLister(rels), inventories: convoylisters.NewReleaseInventoryLister(invs), queues: []*passQueue{drift, health}}
+	r := &running{releases: convoylisters.NewReleaseLister(rels), inventories: convoylisters.NewReleaseInventoryLister(invs), queues: []*passQueue{&drift, &health}}
 	c.set(r)
 
 	require.NoError(t, testutil.CustomCollectAndCompare(c, strings.NewReader(`
+# HELP convoy_observer_namespaces_at_share [ALPHA] `+helpOf("convoy_observer_namespaces_at_share")+`
+# TYPE convoy_observer_namespaces_at_share gauge
+convoy_observer_namespaces_at_share{loop="drift"} 1
+convoy_observer_namespaces_at_share{loop="health"} 0
 # HELP convoy_observer_objects [ALPHA] `+objectsHelp()+`
 # TYPE convoy_observer_objects gauge
 convoy_observer_objects 5
@@ -81,6 +102,10 @@ convoy_observer_objects 5
 # TYPE convoy_observer_pass_lateness_seconds gauge
 convoy_observer_pass_lateness_seconds{loop="drift"} 0
 convoy_observer_pass_lateness_seconds{loop="health"} 0
+# HELP convoy_observer_passes_parked [ALPHA] `+helpOf("convoy_observer_passes_parked")+`
+# TYPE convoy_observer_passes_parked gauge
+convoy_observer_passes_parked{loop="drift"} 1
+convoy_observer_passes_parked{loop="health"} 0
 # HELP convoy_release_condition [ALPHA] 1 for each condition of each Release, with its type, status and reason as labels; reported by the replica that runs the loops.
 # TYPE convoy_release_condition gauge
 convoy_release_condition{name="web",namespace="shop",reason="Drifted",status="False",type="InSync"} 1

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/singleflight"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	componentbaseconfig "k8s.io/component-base/config"
@@ -15,7 +16,9 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
+	"github.com/kumodo/convoy-apiserver/pkg/fairqueue"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
 
 // The readyz check "observer": a replica that should run the loops is not
@@ -151,6 +154,85 @@ func TestRetryOfAPassAfterAnEventWantsANewerList(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.False(t, got[0].IsZero())
 	assert.Equal(t, got[0], got[1], "the retry follows the same event")
+}
+
+// A pass that parks gives its worker back without a retry: the end of the
+// request it waits for starts its next pass, which gets the request's
+// result and still follows the event; its Spot then goes. The health
+// loop's passes park nothing.
+func TestParkedPassRunsAgainWhenWoken(t *testing.T) {
+	result := make(chan singleflight.Result, 1)
+	var got []any
+	var listedAfter []time.Time
+	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
+		listedAfter = append(listedAfter, cluster.ListedAfter(ctx))
+		res, err := park.Wait(ctx, "resolve", func() <-chan singleflight.Result { return result })
+		if err != nil {
+			return 0, err
+		}
+		got = append(got, res.Val)
+		return time.Hour, nil
+	})
+	defer q.queue.ShutDown()
+	q.spots = newSpots(time.Millisecond, q.queue.Add)
+	key := cache.ObjectName{Namespace: "shop", Name: "web"}
+	ctx := context.Background()
+
+	q.enqueue(&metav1.ObjectMeta{Namespace: "shop", Name: "web"})
+	assert.True(t, q.processNext(ctx))
+	assert.Empty(t, got)
+	assert.Zero(t, q.queue.Len(), "nothing waits: the pass parked")
+	assert.Zero(t, q.queue.NumRequeues(key), "no retry with backoff")
+	assert.Equal(t, 1, q.spots.parked())
+
+	result <- singleflight.Result{Val: "sha256:abc"}
+	require.Eventually(t, func() bool { return q.queue.Len() == 1 }, time.Minute, time.Millisecond, "the wake adds the Release")
+	assert.True(t, q.processNext(ctx))
+	assert.Equal(t, []any{"sha256:abc"}, got)
+	require.Len(t, listedAfter, 2)
+	assert.False(t, listedAfter[0].IsZero())
+	assert.Equal(t, listedAfter[0], listedAfter[1], "the pass after the wake follows the event")
+	assert.Empty(t, q.spots.at, "the Spot goes once its pass ran to its end")
+
+	health := newPassQueue("health", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
+		_, err := park.Wait(ctx, "read", func() <-chan singleflight.Result {
+			ch := make(chan singleflight.Result, 1)
+			time.AfterFunc(20*time.Millisecond, func() { ch <- singleflight.Result{} })
+			return ch
+		})
+		return 0, err
+	})
+	defer health.queue.ShutDown()
+	health.queue.Add(key)
+	assert.True(t, health.processNext(ctx))
+	assert.Zero(t, health.queue.NumRequeues(key), "without spots a pass waits")
+}
+
+// The namespaces take turns for the workers, and one runs on half of them
+// (rounded up) while another's passes wait.
+func TestPassQueueTakesTurnsByNamespace(t *testing.T) {
+	for workers, share := range map[int]int{1: 1, 2: 1, 3: 2, 4: 2, 16: 8} {
+		assert.Equal(t, share, shareOf(workers), "%d workers", workers)
+	}
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	keys := []cache.ObjectName{{Namespace: "a", Name: "1"}, {Namespace: "a", Name: "2"}, {Namespace: "a", Name: "3"}, {Namespace: "b", Name: "1"}}
+	for _, k := range keys {
+		require.NoError(t, indexer.Add(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}))
+	}
+	var passed []string
+	q := newPassQueue("test", convoylisters.NewReleaseLister(indexer), func(_ context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+		passed = append(passed, release.Namespace+"/"+release.Name)
+		return 0, nil
+	})
+	defer q.queue.ShutDown()
+	for _, k := range keys {
+		q.queue.Add(k)
+	}
+	for range keys {
+		assert.True(t, q.processNext(context.Background()))
+	}
+	assert.Equal(t, []string{"a/1", "b/1", "a/2", "a/3"}, passed)
+	assert.Equal(t, fairqueue.Stats{}, q.fair.Stats(), "nothing waits or runs")
 }
 
 // A pass after an event that changed only what it expects shares any fresh

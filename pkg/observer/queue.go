@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -16,7 +17,9 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/fairqueue"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
 
 // passQueue runs passes of Releases from a rate-limited queue: one pass at a
@@ -36,9 +39,21 @@ import (
 // interval, a re-check), shares any fresh LIST (--list-freshness): a burst
 // of spec changes across a fleet costs a LIST per window, not one per
 // change (docs/contributors/performance.md, "Fleet scale").
+//
+// The namespaces take turns for the workers (pkg/fairqueue): one whose
+// passes run on half the workers gets another only when no other
+// namespace below that share has a pass waiting. A pass of the drift loop
+// that would wait for a registry or a repository parks instead (pkg/park):
+// it gives its worker back and runs again when the request ends
+// (docs/contributors/decisions.md, "Fair loops").
 type passQueue struct {
-	name     string
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	name  string
+	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// fair is the queue's store: it takes turns between namespaces and
+	// counts the passes each runs.
+	fair *fairqueue.Queue[cache.ObjectName]
+	// spots, when set, are where passes park (the drift loop's).
+	spots    *spots
 	synced   []cache.InformerSynced
 	releases convoylisters.ReleaseLister
 	pass     passFunc
@@ -100,11 +115,20 @@ type eventTimes struct {
 // newPassQueue returns the queue of the loop name, which passes the Releases
 // of releases with pass once the informers are synced.
 func newPassQueue(name string, releases convoylisters.ReleaseLister, pass passFunc, synced ...cache.InformerSynced) passQueue {
+	fair := fairqueue.New(1, func(key cache.ObjectName) string { return key.Namespace })
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{
+			Name: name,
+			DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[cache.ObjectName]{
+				Name:  name,
+				Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[cache.ObjectName]{Name: name, Queue: fair}),
+			}),
+		})
 	return passQueue{
-		name: name,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}),
+		name:     name,
+		queue:    queue,
+		fair:     fair,
 		synced:   synced,
 		releases: releases,
 		pass:     pass,
@@ -171,13 +195,18 @@ func (q *passQueue) keepEvent(key cache.ObjectName, t time.Time) {
 	}
 }
 
+// shareOf is how many of workers the passes of one namespace run on while
+// another namespace's passes wait: half, rounded up.
+func shareOf(workers int) int { return (workers + 1) / 2 }
+
 // Run runs workers passes at a time until ctx is done.
 func (q *passQueue) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	defer q.queue.ShutDown()
 	logger := klog.FromContext(ctx).WithName(q.name)
 	ctx = klog.NewContext(ctx, logger)
-	logger.Info("Starting loop", "workers", workers)
+	q.fair.SetShare(shareOf(workers))
+	logger.Info("Starting loop", "workers", workers, "shareOfANamespace", shareOf(workers))
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, q.synced...) {
 		return
 	}
@@ -214,6 +243,9 @@ func (q *passQueue) runPass(ctx context.Context, key cache.ObjectName) (next tim
 	if release.DeletionTimestamp != nil {
 		return 0, nil
 	}
+	if spot := q.spots.take(key); spot != nil {
+		ctx = park.WithSpot(ctx, spot)
+	}
 	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), q.timeout)
 	defer cancel()
@@ -228,12 +260,25 @@ func (q *passQueue) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer q.queue.Done(key)
+	defer q.fair.Done(key) // its namespace runs one pass fewer
+
 	q.due.clear(key)
 	event, followsEvent := q.takeEvent(key)
 	if followsEvent {
 		ctx = cluster.WithListedAfter(ctx, event)
 	}
 	next, err := q.runPass(ctx, key)
+	if errors.Is(err, park.ErrParked) {
+		// Its wake adds it again when the request ends; that pass still
+		// follows the event.
+		klog.FromContext(ctx).V(4).Info("Pass parked", "loop", q.name, "release", key)
+		if followsEvent {
+			q.keepEvent(key, event)
+		}
+		q.queue.Forget(key)
+		return true
+	}
+	q.spots.ended(key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Pass failed", "loop", q.name, "release", key)
 		if followsEvent {
