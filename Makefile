@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build image testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
+.PHONY: all build image setup testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
 
 all: build
 
@@ -55,9 +55,14 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane
 # test's default of 10.
 E2E_TIMEOUT ?= 40m
 
+## setup: what the tests need from Debian's packages (git, OpenSSH's server
+## and client), installed where missing when run as root
+setup:
+	@hack/setup.sh
+
 ## test: unit tests with the race detector, then the e2e tests against a real
 ## etcd and kube-apiserver
-test: test-unit testbin
+test: setup test-unit testbin
 	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
 
 # The unit tests' deadline per package: hack/image builds the server's
@@ -68,12 +73,12 @@ UNIT_TIMEOUT ?= 30m
 ## test-unit: unit tests with the race detector; then the Sandbox tests
 ## without it, whose child process (the test binary) must not carry the race
 ## detector's shadow memory into its RLIMIT_DATA
-test-unit:
+test-unit: setup
 	$(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
 	$(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
 	cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...
 
-test-e2e: testbin
+test-e2e: setup testbin
 	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
 
 ## verify: generated code and reference pages are current, code is

@@ -137,9 +137,7 @@ func newGitSSHFixture(t *testing.T) *gitSSHFixture {
 	require.NoError(t, err)
 	signer, err := ssh.NewSignerFromKey(key)
 	require.NoError(t, err)
-	srv, err := gitserver.StartSSH(gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}})
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := gitserver.RequireSSH(t, gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}})
 	return &gitSSHFixture{srv: srv, auth: SSHAuth{Signer: signer, KnownHosts: srv.KnownHosts()}, clientKey: key, first: first, second: second}
 }
 
@@ -331,7 +329,7 @@ func TestGitSSHRefusals(t *testing.T) {
 		url:  url, dials: true,
 		check: func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, transport.ErrAuthenticationRequired)
-			assert.ErrorContains(t, err, `refused user "git" with key `)
+			assert.ErrorContains(t, err, `refused user "`+fx.srv.User()+`" with key `)
 		},
 	}}
 	for _, tt := range tests {
@@ -341,7 +339,7 @@ func TestGitSSHRefusals(t *testing.T) {
 				policy.AllowLoopback = true
 			}
 			dialed := 0
-			tr := newGitSSHTransport(loopbackDialer(policy, &dialed), gitSSHTestTimeout)
+			tr := newGitSSHTransport(loopbackDialer(policy, &dialed), gitSSHTestTimeout, gitLimits{})
 			ep, err := transport.NewEndpoint(tt.url)
 			require.NoError(t, err)
 			before := fx.srv.Sessions()
@@ -402,17 +400,15 @@ func TestGitSSHEmptyRepository(t *testing.T) {
 	fx := newGitSSHFixture(t)
 	root := t.TempDir()
 	gitRun(t, root, "init", "--bare", "--quiet", filepath.Join(root, "empty.git"))
-	srv, err := gitserver.StartSSH(gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{fx.auth.Signer.PublicKey()}})
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := gitserver.RequireSSH(t, gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{fx.auth.Signer.PublicKey()}})
 	auth := fx.auth
 	auth.KnownHosts = srv.KnownHosts()
-	_, err = listRefs(context.Background(), srv.RepoURL("empty.git"), auth)
+	_, err := listRefs(context.Background(), srv.RepoURL("empty.git"), auth)
 	assert.ErrorIs(t, err, transport.ErrEmptyRemoteRepository)
 }
 
 func TestGitSSHReceivePackUnsupported(t *testing.T) {
-	tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second)
+	tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second, gitLimits{})
 	ep, err := transport.NewEndpoint("ssh://git@127.0.0.1:22/web.git")
 	require.NoError(t, err)
 	_, err = tr.NewReceivePackSession(ep, SSHAuth{})
@@ -495,7 +491,7 @@ func TestGitSSHSilentServer(t *testing.T) {
 	ep, err := transport.NewEndpoint("ssh://git@" + l.Addr().String() + "/web.git")
 	require.NoError(t, err)
 	session := func(timeout time.Duration) transport.UploadPackSession {
-		tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), timeout)
+		tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), timeout, gitLimits{})
 		s, err := tr.NewUploadPackSession(ep, auth)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -519,7 +515,7 @@ func TestGitSSHSilentServer(t *testing.T) {
 // port (22 by default), an IPv6 address's brackets once.
 func TestGitSSHSessionAddress(t *testing.T) {
 	key := newTestSigner(t).PublicKey()
-	tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second)
+	tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second, gitLimits{})
 	for _, tc := range []struct{ url, knownHost, addr, user, command string }{
 		{"ssh://git@[::1]:2222/x.git", "[::1]:2222", "[::1]:2222", "git", "git-upload-pack '/x.git'"},
 		{"git@git.example.com:org/repo.git", "git.example.com", "git.example.com:22", "git", "git-upload-pack 'org/repo.git'"},
