@@ -102,15 +102,17 @@ func (a SSHAuth) GoString() string { return a.String() }
 type gitSSHTransport struct {
 	dialer  *net.Dialer
 	timeout time.Duration
+	limits  gitLimits
 }
 
 // newGitSSHTransport returns the transport whose connections dialer makes
 // (the address policy's: its Control refuses what the policy refuses,
-// after DNS resolution, before a packet), and whose SSH handshake, and
-// wait for the exit of a git-upload-pack that answered nothing, last at
-// most timeout.
-func newGitSSHTransport(dialer *net.Dialer, timeout time.Duration) transport.Transport {
-	return &gitSSHTransport{dialer: dialer, timeout: timeout}
+// after DNS resolution, before a packet), whose SSH handshake, and wait
+// for the exit of a git-upload-pack that answered nothing, last at most
+// timeout, and whose sessions read limits.bytes at most and
+// advertisements of limits.refs refs at most (0: no limit).
+func newGitSSHTransport(dialer *net.Dialer, timeout time.Duration, limits gitLimits) transport.Transport {
+	return &gitSSHTransport{dialer: dialer, timeout: timeout, limits: limits}
 }
 
 // NewUploadPackSession checks the endpoint and the auth, and returns a
@@ -449,7 +451,8 @@ func (s *gitSSHSession) dial(ctx context.Context) error {
 	if err != nil {
 		return s.connError(ctx, "opening an SSH session on", err)
 	}
-	s.stdout = bufio.NewReader(&ctxReader{s: s, r: stdout})
+	what := fmt.Sprintf("the answer of %s on %s", transport.UploadPackServiceName, s.addr)
+	s.stdout = bufio.NewReader(&ctxReader{s: s, r: gitBytesLimited(stdout, what, s.t.limits.bytes)})
 	if err := s.session.Start(s.command); err != nil {
 		return s.connError(ctx, "running "+transport.UploadPackServiceName+" on", err)
 	}
@@ -532,7 +535,7 @@ func (s *gitSSHSession) AdvertisedReferencesContext(ctx context.Context) (*packp
 	defer stop()
 	s.ctx = ctx
 	ar := packp.NewAdvRefs()
-	if err := ar.Decode(s.stdout); err != nil {
+	if err := ar.Decode(gitRefsCounted(s.stdout, s.addr, s.t.limits.refs, 0)); err != nil {
 		return nil, s.advRefsError(ctx, err)
 	}
 	if ar.IsEmpty() {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,8 +54,9 @@ type gitAuth struct {
 	// dialer and timeout are the SSH connection's.
 	dialer  *net.Dialer
 	timeout time.Duration
-	// maxBytes bounds what an SSH session reads.
-	maxBytes int64
+	// limits bound what an SSH session reads (the HTTP client has them
+	// too).
+	limits gitLimits
 }
 
 // Name implements transport.AuthMethod.
@@ -95,7 +98,7 @@ func (gitTransports) NewUploadPackSession(ep *transport.Endpoint, auth transport
 		if a.ssh == nil || a.dialer == nil {
 			return nil, fmt.Errorf("%w: an ssh URL needs secretRef with the keys %s and %s", transport.ErrAuthenticationRequired, identityKey, knownHostsKey)
 		}
-		return newGitSSHTransport(a.dialer, a.timeout).NewUploadPackSession(ep, a.ssh)
+		return newGitSSHTransport(a.dialer, a.timeout, a.limits).NewUploadPackSession(ep, a.ssh)
 	}
 	return nil, fmt.Errorf("%w: the scheme %s is not supported", errNoGitAuth, ep.Protocol)
 }
@@ -129,7 +132,7 @@ func installGitTransports() {
 // identity: for https, username and password or bearerToken, and
 // certSecretRef; for ssh, identity and known_hosts (required).
 func (f *Fetcher) gitCredentials(ctx context.Context, inputs Inputs, namespace string, src *convoyv1alpha1.GitRepositorySource, u *url.URL) (*gitCredentials, error) {
-	a := &gitAuth{dialer: f.dialer(), timeout: f.opts.Timeout, maxBytes: int64(f.opts.MaxGitBytes)}
+	a := &gitAuth{dialer: f.dialer(), timeout: f.opts.Timeout, limits: f.gitLimits()}
 	var material []byte
 	tlsKey := ""
 	if u.Scheme == "ssh" {
@@ -186,24 +189,34 @@ func (f *Fetcher) gitCredentials(ctx context.Context, inputs Inputs, namespace s
 	return &gitCredentials{auth: a, key: credentialKey(material, tlsKey)}, nil
 }
 
+// gitLimits are the Fetcher's limits of a Git server's answers.
+func (f *Fetcher) gitLimits() gitLimits {
+	return gitLimits{bytes: int64(f.opts.MaxGitBytes), refs: f.opts.MaxGitRefs}
+}
+
 // gitHTTPClient is c's HTTP client for Git: no redirect to another host
 // (the credentials go to the URL's host only, and go-git would take the
-// new host for the rest of the session), and what a response holds
-// bounded by MaxGitBytes.
+// new host for the rest of the session), what a response holds bounded by
+// MaxGitBytes, and the refs of an advertisement (info/refs) by MaxGitRefs
+// as they arrive.
 func (f *Fetcher) gitHTTPClient(c *client) *http.Client {
-	limit := int64(f.opts.MaxGitBytes)
+	limits := f.gitLimits()
 	return &http.Client{
 		Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			resp, err := c.transport.RoundTrip(req)
 			if err != nil {
 				return nil, err
 			}
-			if resp.ContentLength > limit {
+			if resp.ContentLength > limits.bytes {
 				resp.Body.Close()
-				return nil, failure.New(ReasonArtifactTooLarge, nil, "%s answered %d bytes, more than the limit of %d (--max-git-bytes)", req.URL.Redacted(), resp.ContentLength, limit)
+				return nil, failure.New(ReasonArtifactTooLarge, nil, "%s answered %d bytes, more than the limit of %d (--max-git-bytes)", req.URL.Redacted(), resp.ContentLength, limits.bytes)
 			}
-			what := req.URL.Redacted() + ": the answer"
-			resp.Body = &limitedBody{ReadCloser: resp.Body, left: limit, what: what, limit: limit}
+			body := gitBytesLimited(resp.Body, req.URL.Redacted()+": the answer", limits.bytes)
+			if strings.HasSuffix(req.URL.Path, "/info/refs") {
+				// The "# service=git-upload-pack" line comes first.
+				body = gitRefsCounted(body, req.URL.Redacted(), limits.refs, 1)
+			}
+			resp.Body = readCloser{Reader: body, Closer: resp.Body}
 			return resp, nil
 		}),
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
@@ -216,6 +229,12 @@ func (f *Fetcher) gitHTTPClient(c *client) *http.Client {
 			return nil
 		},
 	}
+}
+
+// readCloser is a Reader with the Closer of what it reads.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

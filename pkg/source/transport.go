@@ -100,12 +100,17 @@ func isLoopback(host string) bool {
 }
 
 // tooLarge is the ArtifactTooLarge failure of what, size bytes (-1:
-// unknown) against limit.
+// unknown) against limit, --max-artifact-bytes.
 func tooLarge(what string, size, limit int64) *failure.Error {
+	return tooLargeFor(what, size, limit, "--max-artifact-bytes")
+}
+
+// tooLargeFor is tooLarge against the limit of flag.
+func tooLargeFor(what string, size, limit int64, flag string) *failure.Error {
 	if size < 0 {
-		return failure.New(ReasonArtifactTooLarge, nil, "%s is larger than the limit of %d bytes (--max-artifact-bytes)", what, limit)
+		return failure.New(ReasonArtifactTooLarge, nil, "%s is larger than the limit of %d bytes (%s)", what, limit, flag)
 	}
-	return failure.New(ReasonArtifactTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes (--max-artifact-bytes)", what, size, limit)
+	return failure.New(ReasonArtifactTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes (%s)", what, size, limit, flag)
 }
 
 // limitedBody fails a read past left bytes with ArtifactTooLarge.
@@ -114,11 +119,13 @@ type limitedBody struct {
 	left  int64
 	what  string
 	limit int64
+	// flag names the limit; "": --max-artifact-bytes.
+	flag string
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
-		return 0, tooLarge(b.what, -1, b.limit)
+		return 0, b.tooLarge()
 	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
@@ -126,9 +133,16 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	if b.left < 0 {
-		return n, tooLarge(b.what, -1, b.limit)
+		return n, b.tooLarge()
 	}
 	return n, err
+}
+
+func (b *limitedBody) tooLarge() *failure.Error {
+	if b.flag == "" {
+		return tooLarge(b.what, -1, b.limit)
+	}
+	return tooLargeFor(b.what, -1, b.limit, b.flag)
 }
 
 // readAll reads r to its end, failing past limit bytes with the error

@@ -72,7 +72,13 @@ func renderChildren(t *testing.T) []int {
 // peakMemory is the peak resident memory of convoy-apiserver, in bytes.
 func peakMemory(t *testing.T) int64 {
 	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", env.cp.ConvoyAPIServer().PID()))
+	return peakMemoryOf(t, env.cp.ConvoyAPIServer().PID())
+}
+
+// peakMemoryOf is the peak resident memory (VmHWM) of the process pid.
+func peakMemoryOf(t *testing.T, pid int) int64 {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(status), "\n") {
 		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {

@@ -4,12 +4,21 @@ package e2e
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/gitserver"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -57,5 +66,57 @@ func TestSourcesSparseFiles(t *testing.T) {
 		assert.Less(t, after, int64(bound), "peak memory of convoy-apiserver (it was %d MiB before)", before>>20)
 	} else {
 		assert.Less(t, after-before, int64(growth), "peak memory of convoy-apiserver grew from %d MiB to %d MiB", before>>20, after>>20)
+	}
+}
+
+// A tenant's SSH server that advertises refs without end, of short names
+// or of names of 60 KB, is stopped at the first ref past --max-git-refs or
+// the first byte past --max-git-bytes, with the limit's reason, and the
+// peak memory of convoy-apiserver stays where it was. The replica does not
+// lead (the loops are the first replica's), so its memory holds its
+// answers to this test's previews alone; its fetch timeout of two minutes
+// would let such a server talk for two minutes without the limits.
+func TestSourcesGitSSHLimits(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	signer, err := ssh.NewSignerFromKey(key)
+	require.NoError(t, err)
+	identity, err := ssh.MarshalPrivateKey(key, "")
+	require.NoError(t, err)
+	replica, err := env.cp.StartConvoyAPIServer(ctx, "--max-git-bytes=8388608", "--max-git-refs=1000", "--fetch-timeout=2m")
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, replica.Stop()) })
+
+	for _, tc := range []struct {
+		name    string
+		nameLen int
+		reason  string
+		message string
+	}{
+		{"refs", 16, source.ReasonGitRefsTooMany, "advertises more than 1000 refs, the limit (--max-git-refs)"},
+		{"bytes", 60000, source.ReasonArtifactTooLarge, "is larger than the limit of 8388608 bytes (--max-git-bytes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			endless, err := gitserver.EndlessRefs(t.TempDir(), tc.nameLen)
+			require.NoError(t, err)
+			srv := gitserver.RequireSSH(t, gitserver.SSHOptions{Root: t.TempDir(), AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}, UploadPack: endless})
+			_, err = kubeClient(t).CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: tc.name},
+				Data: map[string][]byte{"identity": pem.EncodeToMemory(identity), "known_hosts": srv.KnownHosts()}}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			src := gitSource(srv.RepoURL("apps.git"), convoyv1alpha1.GitReference{Branch: "main"}, "")
+			src.Git.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: tc.name}
+			newSourceRelease(t, ns, tc.name, src, hourly)
+
+			before := peakMemoryOf(t, replica.PID())
+			code, body := replicaGet(t, replica, previewPath(ns, tc.name))
+			after := peakMemoryOf(t, replica.PID())
+			t.Logf("peak memory of the replica: %d MiB before, %d MiB after", before>>20, after>>20)
+			assert.NotEqual(t, http.StatusOK, code)
+			assert.Contains(t, body, tc.reason)
+			assert.Contains(t, body, tc.message)
+			assert.Less(t, after-before, int64(48<<20), "peak memory of the replica grew from %d MiB to %d MiB", before>>20, after>>20)
+		})
 	}
 }
