@@ -155,6 +155,15 @@ var (
 		Means:  "a step panicked: a bug of convoy-apiserver; the stack is in its log",
 		Action: "report it with the log line \"Recovered from a panic\"; the other Releases are not affected",
 	})
+	// ReasonLinkUnsupported is given by pkg/source (a link under the
+	// rendered directory, or in a chart) and pkg/kustomize (a kustomization
+	// that names a link elsewhere in the source).
+	ReasonLinkUnsupported = Declare(Reason{
+		Name: "LinkUnsupported", Class: ClassInvalid, Shows: []Where{InSync, Response}, Refusal: true,
+		Means: "the source holds a link where the render would read it: a symbolic or hard link under the rendered directory (a Git commit, a bundle) or in a chart archive (every chart source), " +
+			"a submodule (gitlink) under a Git source's path, or a link elsewhere that a kustomization names. A link's target is not in the source (a symbolic link may point to /etc/passwd), so it is never followed, and never dropped in silence. It replaces GitEntryUnsupported (Git sources only)",
+		Action: "replace the link by the file or directory it points to (vendor a submodule's files); the message names the link",
+	})
 	ReasonClusterUnreachable = Declare(Reason{
 		Name: "ClusterUnreachable", Class: ClassUnavailable, Shows: []Where{InSync, Healthy, Response},
 		Means:  "the network failed or timed out, or the target cluster's API server answered 5xx or 429, for the render's reads and the compare's alike",

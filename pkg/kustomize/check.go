@@ -108,6 +108,8 @@ type Files struct {
 	// omitted are files of the source left out of data (over a limit of
 	// the source), and the directories they imply.
 	omitted, omittedDirs map[string]bool
+	// links are the source's links, which are not in data.
+	links map[string]bool
 }
 
 // Omit records files of the source that were left out of f to keep it
@@ -124,9 +126,27 @@ func (f *Files) Omit(names []string) *Files {
 	return f
 }
 
-// leftOut is the refusal of a name that was omitted from the files, nil
+// Links records the links of the source (symbolic and hard links,
+// submodules), which are not among f's files: a kustomization that names
+// one, or a name under one, is LinkUnsupported, not a remote base. It
+// returns f.
+func (f *Files) Links(names []string) *Files {
+	f.links = map[string]bool{}
+	for _, name := range names {
+		f.links[name] = true
+	}
+	return f
+}
+
+// leftOut is the refusal of a name that was left out of the files: a
+// file omitted, or a directory of them; a link, or a name under one. nil
 // for another.
 func (w *walker) leftOut(file, field, name, target string) error {
+	for d := target; d != "." && d != ""; d = path.Dir(d) {
+		if w.files.links[d] {
+			return failure.New(failure.ReasonLinkUnsupported, nil, "%s: %s: %s %q names a link of the source (%s), which is not followed", w.where, file, field, name, d)
+		}
+	}
 	if !w.files.omitted[target] && !w.files.omittedDirs[target] {
 		return nil
 	}

@@ -215,3 +215,16 @@ func TestCheckOmittedFiles(t *testing.T) {
 	assert.Equal(t, ReasonKustomizeTooLarge, ferr.Reason)
 	assert.Contains(t, ferr.Message, `resources "../base" was left out of the source's files`)
 }
+
+// A base that is a link of the source, or under one, is LinkUnsupported,
+// not a remote base.
+func TestCheckLinks(t *testing.T) {
+	for _, resource := range []string{"../base", "../base/cm.yaml"} {
+		files := filesOf(map[string]string{"app/kustomization.yaml": "resources:\n- " + resource + "\n"}).Links([]string{"base"})
+		_, err := Check(where, files, "app", Limits{})
+		ferr, ok := failure.As(err)
+		require.True(t, ok, "not a failure: %v", err)
+		assert.Equal(t, failure.ReasonLinkUnsupported, ferr.Reason, resource)
+		assert.Contains(t, ferr.Message, `resources "`+resource+`" names a link of the source (base), which is not followed`)
+	}
+}

@@ -54,7 +54,7 @@ func (r *Renderer) renderDirectory(ctx context.Context, release *convoyv1alpha1.
 	for _, f := range src.Files {
 		files[f.Name] = f.Data
 	}
-	index := kustomize.NewFiles(files).Omit(src.Omitted)
+	index := kustomize.NewFiles(files).Omit(src.Omitted).Links(src.Links)
 	if !index.IsDir(dir) {
 		return nil, failure.New(ReasonPathNotFound, nil, "%s holds no directory %s", src.Where, dir)
 	}

@@ -171,6 +171,16 @@ func TestRenderDirectoryRefusesBeforeBuilding(t *testing.T) {
 	assert.Zero(t, requests.Load())
 }
 
+// A kustomization that names a base the source holds as a link is
+// refused with LinkUnsupported (it was KustomizeRemoteRefused, as if the
+// base were a remote one).
+func TestRenderDirectoryKustomizationOfALink(t *testing.T) {
+	src := dirSource(map[string]string{"app/kustomization.yaml": "resources:\n- ../base\n", "real/cm.yaml": "kind: ConfigMap"}, "app")
+	src.Links = []string{"base"}
+	rerr := dirErr(t, newTestRenderer(), src, failure.ReasonLinkUnsupported)
+	assert.Contains(t, rerr.Message, `resources "../base" names a link of the source (base)`)
+}
+
 // The child that builds has no network, a backstop behind the walk: a
 // build that was not checked fails without a request.
 func TestSandboxBuildHasNoNetwork(t *testing.T) {

@@ -25,8 +25,15 @@ const maxBundleFiles = 10_000
 // telling name. An archive that is not tar+gzip is left to the render,
 // which says the chart is invalid (ChartInvalid) as Helm's loader finds it.
 // Every chart goes through it, whatever its source.
+//
+// A symbolic or hard link is refused (LinkUnsupported): Helm's loader
+// reads one as an empty file, so a chart whose template is a link would
+// render without it.
 func checkChart(where string, data []byte, limit int64) error {
-	err := walkArchive(where, "the chart", data, limit, func(_ *tar.Header, content io.Reader) error {
+	err := walkArchive(where, "the chart", data, limit, func(h *tar.Header, content io.Reader) error {
+		if what := linkKind(h); what != "" {
+			return failure.New(failure.ReasonLinkUnsupported, nil, "%s: file %s of the chart is %s, which a chart may not hold", where, h.Name, what)
+		}
 		_, err := io.Copy(io.Discard, content)
 		return err
 	})
@@ -37,22 +44,30 @@ func checkChart(where string, data []byte, limit int64) error {
 }
 
 // unbundle reads the regular files of a tar+gzip bundle of files, sorted
-// by path (clean, relative); directories, links and other entries are
-// skipped. It has the bounds of walkArchive: what it inflates, and the
-// files it keeps, at most limit bytes; and at most maxBundleFiles files. An
-// entry whose name leaves the bundle's root (an absolute name, a ..
-// element) or names a file twice is ArtifactUnsupported: a render could
-// not tell which file the bundle means.
-func unbundle(where string, data []byte, limit int64) ([]File, error) {
+// by path (clean, relative), and the names of its symbolic and hard links,
+// which it does not read (a render may not read one: checkLinks);
+// directories and other entries are skipped. It has the bounds of
+// walkArchive: what it inflates, and the files it keeps, at most limit
+// bytes; and at most maxBundleFiles files. An entry whose name leaves the
+// bundle's root (an absolute name, a .. element) or names a file twice is
+// ArtifactUnsupported: a render could not tell which file the bundle
+// means.
+func unbundle(where string, data []byte, limit int64) ([]File, []link, error) {
 	var files []File
+	var links []link
 	seen := map[string]bool{}
 	err := walkArchive(where, "the bundle", data, limit, func(h *tar.Header, content io.Reader) error {
-		if h.Typeflag != tar.TypeReg {
+		what := linkKind(h)
+		if h.Typeflag != tar.TypeReg && what == "" {
 			return nil
 		}
 		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return failure.New(ReasonArtifactUnsupported, nil, "%s: file %q of the bundle is outside its root", where, h.Name)
+		}
+		if what != "" {
+			links = append(links, link{name: name, what: what})
+			return nil
 		}
 		if seen[name] {
 			return failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds file %s twice", where, name)
@@ -73,18 +88,53 @@ func unbundle(where string, data []byte, limit int64) ([]File, error) {
 	})
 	if ferr, ok := errors.AsType[*formatError](err); ok {
 		if ferr.tar {
-			return nil, failure.New(ReasonArtifactUnsupported, ferr.err, "%s: the bundle is not a tar archive", where)
+			return nil, nil, failure.New(ReasonArtifactUnsupported, ferr.err, "%s: the bundle is not a tar archive", where)
 		}
-		return nil, failure.New(ReasonArtifactUnsupported, ferr.err, "%s: the bundle is not tar+gzip", where)
+		return nil, nil, failure.New(ReasonArtifactUnsupported, ferr.err, "%s: the bundle is not tar+gzip", where)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if len(files) == 0 {
-		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds no file", where)
+	if len(files) == 0 && len(links) == 0 {
+		return nil, nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the bundle holds no file", where)
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
-	return files, nil
+	return files, links, nil
+}
+
+// linkKind names the link h is ("a symbolic link", "a hard link"), "" for
+// another entry.
+func linkKind(h *tar.Header) string {
+	switch h.Typeflag {
+	case tar.TypeSymlink:
+		return "a symbolic link"
+	case tar.TypeLink:
+		return "a hard link"
+	}
+	return ""
+}
+
+// link is a link of a bundle or a commit, by name, and what it is ("a
+// symbolic link", "a hard link", "a submodule (gitlink)").
+type link struct {
+	name, what string
+}
+
+// checkLinks refuses a link under dir ("" the root) of the source where:
+// its target is not in the source (a
+// link may point to /etc/passwd), so a render that needed it could not be
+// made; no link is read, nor dropped in silence. It returns the names of
+// the links elsewhere (Source.Links), which a render may not read either.
+func checkLinks(where string, links []link, dir string) ([]string, error) {
+	var elsewhere []string
+	for _, l := range links {
+		if dir != "" && l.name != dir && !strings.HasPrefix(l.name, dir+"/") {
+			elsewhere = append(elsewhere, l.name)
+			continue
+		}
+		return nil, failure.New(failure.ReasonLinkUnsupported, nil, "%s: %s is %s, which a source does not follow", where, l.name, l.what)
+	}
+	return elsewhere, nil
 }
 
 // walkArchive reads the tar+gzip archive data as a stream, and calls visit

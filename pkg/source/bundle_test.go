@@ -25,6 +25,8 @@ import (
 type entry struct {
 	name, data string
 	claim      int64
+	// symlink or hardlink makes the entry a link to that name.
+	symlink, hardlink string
 }
 
 // tarGz is a tar+gzip archive of entries, in order.
@@ -34,6 +36,14 @@ func tarGz(t *testing.T, entries ...entry) []byte {
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	for _, e := range entries {
+		switch {
+		case e.symlink != "":
+			require.NoError(t, tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o777, Typeflag: tar.TypeSymlink, Linkname: e.symlink}))
+			continue
+		case e.hardlink != "":
+			require.NoError(t, tw.WriteHeader(&tar.Header{Name: e.name, Mode: 0o644, Typeflag: tar.TypeLink, Linkname: e.hardlink}))
+			continue
+		}
 		size := int64(len(e.data))
 		if e.claim > 0 {
 			size = e.claim
@@ -95,7 +105,7 @@ func TestArchiveBounds(t *testing.T) {
 			what string
 			read func(data []byte) error
 		}{
-			{"bundle", func(data []byte) error { _, err := unbundle("OCI example/bundle:1", data, limit); return err }},
+			{"bundle", func(data []byte) error { _, _, err := unbundle("OCI example/bundle:1", data, limit); return err }},
 			{"chart", func(data []byte) error { return checkChart("OCI example/chart:1", data, limit) }},
 		} {
 			t.Run(reader.what+"/"+tc.name, func(t *testing.T) {
@@ -124,7 +134,7 @@ func TestArchiveBounds(t *testing.T) {
 // is refused when what it inflates to passes the limit.
 func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 	const limit = 8192
-	files, err := unbundle("OCI example/bundle:1", tarGz(t,
+	files, _, err := unbundle("OCI example/bundle:1", tarGz(t,
 		entry{name: "README.md", data: strings.Repeat("r", 1000)},
 		entry{name: "b.yaml", data: strings.Repeat("b", 1500)},
 		entry{name: "./a.yaml", data: strings.Repeat("a", 1500)},
@@ -140,7 +150,7 @@ func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 	for i := range 10 {
 		many = append(many, entry{name: fmt.Sprintf("blob-%d.bin", i), data: strings.Repeat("x", 1000)})
 	}
-	_, err = unbundle("OCI example/bundle:1", tarGz(t, append(many, entry{name: "a.yaml", data: "kind: ConfigMap"})...), limit)
+	_, _, err = unbundle("OCI example/bundle:1", tarGz(t, append(many, entry{name: "a.yaml", data: "kind: ConfigMap"})...), limit)
 	ferr, ok := failure.As(err)
 	require.True(t, ok, "not a failure: %v", err)
 	assert.Equal(t, ReasonArtifactTooLarge, ferr.Reason)
@@ -160,12 +170,59 @@ func TestUnbundleRefusesAmbiguousNames(t *testing.T) {
 		{"twice", []entry{{name: "a.yaml", data: "x"}, {name: "./a.yaml", data: "y"}}, "the bundle holds file a.yaml twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := unbundle("OCI example/bundle:1", tarGz(t, tc.entries...), 1<<20)
+			_, _, err := unbundle("OCI example/bundle:1", tarGz(t, tc.entries...), 1<<20)
 			ferr, ok := failure.As(err)
 			require.True(t, ok, "not a failure: %v", err)
 			assert.Equal(t, ReasonArtifactUnsupported, ferr.Reason)
 			assert.Contains(t, ferr.Message, tc.message)
 		})
+	}
+}
+
+// A bundle's symbolic and hard links are not read: a link under the
+// rendered path is refused (a manifest that is a link would otherwise drop
+// out of the render), one elsewhere is listed in Source.Links. Every link
+// of a chart is refused: Helm's loader reads one as an empty file.
+func TestLinksRefused(t *testing.T) {
+	bundle := tarGz(t,
+		entry{name: "apps/web/deploy.yaml", data: "kind: Deployment"},
+		entry{name: "apps/web/passwd.yaml", symlink: "/etc/passwd"},
+		entry{name: "apps/api/deploy.yaml", data: "kind: Deployment"},
+		entry{name: "apps/api/copy.yaml", hardlink: "apps/web/deploy.yaml"},
+		entry{name: "base", symlink: "apps/web"},
+	)
+	files, links, err := unbundle("OCI example/bundle:1", bundle, 1<<20)
+	require.NoError(t, err)
+	assert.Len(t, files, 2)
+	assert.Equal(t, []link{{"apps/web/passwd.yaml", "a symbolic link"}, {"apps/api/copy.yaml", "a hard link"}, {"base", "a symbolic link"}}, links)
+
+	for _, tc := range []struct {
+		dir, refused string
+		elsewhere    []string
+	}{
+		{dir: "", refused: "apps/web/passwd.yaml is a symbolic link"},
+		{dir: "apps/web", refused: "apps/web/passwd.yaml is a symbolic link"},
+		{dir: "apps/api", refused: "apps/api/copy.yaml is a hard link"},
+		{dir: "apps/db", elsewhere: []string{"apps/web/passwd.yaml", "apps/api/copy.yaml", "base"}},
+	} {
+		elsewhere, err := checkLinks("OCI example/bundle:1", links, tc.dir)
+		if tc.refused == "" {
+			require.NoError(t, err, tc.dir)
+			assert.Equal(t, tc.elsewhere, elsewhere, tc.dir)
+			continue
+		}
+		ferr, ok := failure.As(err)
+		require.True(t, ok, "%s: not a failure: %v", tc.dir, err)
+		assert.Equal(t, failure.ReasonLinkUnsupported, ferr.Reason)
+		assert.Contains(t, ferr.Message, "OCI example/bundle:1: "+tc.refused+", which a source does not follow")
+	}
+
+	for _, e := range []entry{{name: "web/templates/cm.yaml", symlink: "/etc/passwd"}, {name: "web/templates/copy.yaml", hardlink: "web/Chart.yaml"}} {
+		chart := tarGz(t, entry{name: "web/Chart.yaml", data: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}, e)
+		ferr, ok := failure.As(checkChart("OCI example/chart:1", chart, 1<<20))
+		require.True(t, ok, e.name)
+		assert.Equal(t, failure.ReasonLinkUnsupported, ferr.Reason)
+		assert.Contains(t, ferr.Message, "OCI example/chart:1: file "+e.name+" of the chart is a ")
 	}
 }
 
@@ -200,6 +257,8 @@ func TestConfigMapChartChecked(t *testing.T) {
 			message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a sparse file"},
 		{name: "decompression bomb", chart: tarGz(t, entry{name: "web/templates/x.yaml", data: strings.Repeat(" ", 2<<20)}), reason: ReasonArtifactTooLarge,
 			message: "the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes)"},
+		{name: "a template that is a link", chart: tarGz(t, entry{name: "web/Chart.yaml", data: "name: web"}, entry{name: "web/templates/x.yaml", symlink: "/etc/passwd"}),
+			reason: failure.ReasonLinkUnsupported, message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a symbolic link"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "chart"}, BinaryData: map[string][]byte{ChartKey: tc.chart}}

@@ -115,7 +115,7 @@ func FuzzUnbundle(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const limit = 1 << 16
-		files, err := unbundle("OCI example/bundle:1", data, limit)
+		files, _, err := unbundle("OCI example/bundle:1", data, limit)
 		if cerr := checkChart("OCI example/chart:1", data, limit); cerr != nil {
 			requireReasoned(t, cerr)
 		}

@@ -33,11 +33,6 @@ const maxGitFiles = 100_000
 
 // Reasons of Git sources beside the sources' own.
 var (
-	ReasonGitEntryUnsupported = failure.Declare(failure.Reason{
-		Name: "GitEntryUnsupported", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
-		Means:  "the directory of a Git source holds a symbolic link or a submodule (gitlink): files are read from tree objects, and a link could point out of the repository",
-		Action: "replace the link by the file it points to, or vendor the submodule's files",
-	})
 	ReasonGitHostKeyRefused = failure.Declare(failure.Reason{
 		Name: "GitHostKeyRefused", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
 		Means:  "the SSH server presented a host key that the known_hosts of the Release's secretRef does not list for its host (or revokes): the server may be impersonated",
@@ -280,7 +275,7 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 		}
 		a = v.(*artifact)
 	}
-	if err := checkGitEntries(where, a, dir); err != nil {
+	if out.Links, err = checkLinks(where, a.links, dir); err != nil {
 		return nil, err
 	}
 	if out.Files, out.Omitted, err = selectGitFiles(where, a.files, dir, int64(f.opts.MaxArtifactBytes)); err != nil {
@@ -382,7 +377,7 @@ func orAny(ref string) string {
 // maxGitFiles files: the blob's size is checked before it is read.
 // Symbolic links and submodules are not read; their paths are kept
 // (artifact.links) so that a directory that holds one is refused
-// (checkGitEntries). The content cache keeps the whole commit; each
+// (checkLinks). The content cache keeps the whole commit; each
 // render gets the files selectGitFiles chooses for its path.
 func readGitTree(where string, tree *object.Tree, limit int64) (*artifact, error) {
 	a := &artifact{}
@@ -400,8 +395,11 @@ func readGitTree(where string, tree *object.Tree, limit int64) (*artifact, error
 		switch entry.Mode {
 		case filemode.Dir:
 			continue
-		case filemode.Symlink, filemode.Submodule:
-			a.links = append(a.links, gitLink{name: name, submodule: entry.Mode == filemode.Submodule})
+		case filemode.Symlink:
+			a.links = append(a.links, link{name: name, what: "a symbolic link"})
+			continue
+		case filemode.Submodule:
+			a.links = append(a.links, link{name: name, what: "a submodule (gitlink)"})
 			continue
 		case filemode.Regular, filemode.Executable, filemode.Deprecated:
 		default:
@@ -444,30 +442,6 @@ func readBlob(file *object.File) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// checkGitEntries refuses a directory dir ("" the root) of a commit that
-// holds a symbolic link or a submodule: its target is not in the tree (a
-// link may point to /etc/passwd), so a render that needed it could not be
-// made, and no byte of it is read.
-func checkGitEntries(where string, a *artifact, dir string) error {
-	for _, l := range a.links {
-		if dir != "" && l.name != dir && !strings.HasPrefix(l.name, dir+"/") {
-			continue
-		}
-		what := "a symbolic link"
-		if l.submodule {
-			what = "a submodule (gitlink)"
-		}
-		return failure.New(ReasonGitEntryUnsupported, nil, "%s: %s is %s, which a Git source does not follow", where, l.name, what)
-	}
-	return nil
-}
-
-// gitLink is a symbolic link or a submodule of a commit's tree.
-type gitLink struct {
-	name      string
-	submodule bool
 }
 
 // gitFailure is the failure of a request to a Git server.

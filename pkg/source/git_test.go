@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +23,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // gitRelease is a Release of shop whose source is a Git repository.
@@ -39,7 +42,13 @@ type gitFixture struct {
 
 func startGit(t *testing.T, opts gitserver.Options) *gitFixture {
 	t.Helper()
-	opts.Root = t.TempDir()
+	return startGitIn(t, t.TempDir(), opts)
+}
+
+// startGitIn is startGit with the repository under root.
+func startGitIn(t *testing.T, root string, opts gitserver.Options) *gitFixture {
+	t.Helper()
+	opts.Root = root
 	repo, s, err := gitserver.StartRepo(opts, "apps.git")
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
@@ -61,10 +70,49 @@ func fileNames(src *Source) []string {
 	return out
 }
 
+// gitTransport is a way to a repository: its URL and the inputs that hold
+// its credentials (secretRef "creds").
+type gitTransport struct {
+	name   string
+	url    string
+	inputs func() Inputs
+	ref    *convoyv1alpha1.LocalObjectReference
+}
+
+// sshServer starts OpenSSH's sshd with opts and a new key it authorizes,
+// and returns it with the Secret "creds" that holds the key and the
+// server's known_hosts.
+func sshServer(t *testing.T, opts gitserver.SSHOptions) (*gitserver.SSHServer, *corev1.Secret) {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	signer, err := ssh.NewSignerFromKey(key)
+	require.NoError(t, err)
+	opts.AuthorizedKeys = []ssh.PublicKey{signer.PublicKey()}
+	srv := gitserver.RequireSSH(t, opts)
+	identity, err := ssh.MarshalPrivateKey(key, "")
+	require.NoError(t, err)
+	return srv, secret("creds", corev1.SecretTypeOpaque, map[string][]byte{"identity": pem.EncodeToMemory(identity), "known_hosts": srv.KnownHosts()})
+}
+
+// gitWays are the ways to g's apps.git: git http-backend, and
+// OpenSSH's sshd with git-upload-pack on the same root, with a key and
+// known_hosts in the Secret creds.
+func gitWays(t *testing.T, g *gitFixture, root string) []gitTransport {
+	t.Helper()
+	srv, creds := sshServer(t, gitserver.SSHOptions{Root: root})
+	return []gitTransport{
+		{name: "http", url: g.url, inputs: func() Inputs { return inputsOf() }},
+		{name: "ssh", url: srv.RepoURL("apps.git"), inputs: func() Inputs { return inputsOf(creds) }, ref: &convoyv1alpha1.LocalObjectReference{Name: "creds"}},
+	}
+}
+
 // A branch, a tag (annotated: its commit), a semver range over the tags
-// and a commit: each resolved from one listing and read from the tree.
+// and a commit: each resolved from one listing and read from the tree,
+// over HTTP and over SSH.
 func TestGitRefs(t *testing.T) {
-	g := startGit(t, gitserver.Options{})
+	root := t.TempDir()
+	g := startGitIn(t, root, gitserver.Options{})
 	v1 := g.commit(t, "main", map[string]string{"apps/web/cm.yaml": "kind: ConfigMap", "README.md": "hello"})
 	require.NoError(t, g.repo.AnnotatedTag("v1.0.0", v1, "one"))
 	v12 := g.commit(t, "main", map[string]string{"apps/web/cm.yaml": "kind: ConfigMap\n# 1.2", "README.md": "hello"})
@@ -73,46 +121,55 @@ func TestGitRefs(t *testing.T) {
 	require.NoError(t, g.repo.Tag("v2.0.0-rc.1", rc))
 	tip := g.commit(t, "main", map[string]string{"apps/web/cm.yaml": "kind: ConfigMap\n# tip", "README.md": "hello"})
 
-	for _, tc := range []struct {
-		name           string
-		ref            convoyv1alpha1.GitReference
-		commit, gitRef string
-	}{
-		{"branch", convoyv1alpha1.GitReference{Branch: "main"}, tip, "refs/heads/main"},
-		{"annotated tag", convoyv1alpha1.GitReference{Tag: "v1.0.0"}, v1, "refs/tags/v1.0.0"},
-		{"semver, prereleases excluded", convoyv1alpha1.GitReference{SemVer: ">=1.0.0"}, v12, "refs/tags/v1.2.0"},
-		{"semver naming a prerelease", convoyv1alpha1.GitReference{SemVer: ">=2.0.0-0"}, rc, "refs/tags/v2.0.0-rc.1"},
-		{"commit, the tip of its branch", convoyv1alpha1.GitReference{Commit: tip, Branch: "main"}, tip, "refs/heads/main"},
-		{"commit behind the tip of its branch", convoyv1alpha1.GitReference{Commit: v1, Branch: "main"}, v1, "refs/heads/main"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tr := range gitWays(t, g, root) {
+		source := func(ref convoyv1alpha1.GitReference, path string) *convoyv1alpha1.Release {
+			return gitRelease(convoyv1alpha1.GitRepositorySource{URL: tr.url, Ref: ref, Path: path, SecretRef: tr.ref})
+		}
+		t.Run(tr.name, func(t *testing.T) {
+			require.NoError(t, g.repo.SetConfig("uploadpack.allowReachableSHA1InWant", "false"))
+			for _, tc := range []struct {
+				name           string
+				ref            convoyv1alpha1.GitReference
+				commit, gitRef string
+			}{
+				{"branch", convoyv1alpha1.GitReference{Branch: "main"}, tip, "refs/heads/main"},
+				{"annotated tag", convoyv1alpha1.GitReference{Tag: "v1.0.0"}, v1, "refs/tags/v1.0.0"},
+				{"lightweight tag", convoyv1alpha1.GitReference{Tag: "v1.2.0"}, v12, "refs/tags/v1.2.0"},
+				{"semver, prereleases excluded", convoyv1alpha1.GitReference{SemVer: ">=1.0.0"}, v12, "refs/tags/v1.2.0"},
+				{"semver naming a prerelease", convoyv1alpha1.GitReference{SemVer: ">=2.0.0-0"}, rc, "refs/tags/v2.0.0-rc.1"},
+				{"commit, the tip of its branch", convoyv1alpha1.GitReference{Commit: tip, Branch: "main"}, tip, "refs/heads/main"},
+				{"commit behind the tip of its branch", convoyv1alpha1.GitReference{Commit: v1, Branch: "main"}, v1, "refs/heads/main"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					f, _ := newFetcher(t)
+					src, err := f.Fetch(context.Background(), source(tc.ref, "apps/web"), tr.inputs())
+					require.NoError(t, err)
+					assert.Equal(t, &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: tr.url, Ref: tc.gitRef, Commit: tc.commit}, src.Resolved)
+					assert.Equal(t, []string{"README.md", "apps/web/cm.yaml"}, fileNames(src))
+					assert.Equal(t, "apps/web", src.Path)
+					assert.Equal(t, tr.url+" "+tc.gitRef+"@"+tc.commit, src.Where)
+				})
+			}
+
+			// A commit by its hash alone: refused by a server that does not let
+			// one ask for it, served by one that does.
+			f0, _ := newFetcher(t)
+			ferr := fetchErr(t, f0, source(convoyv1alpha1.GitReference{Commit: v12}, ""), tr.inputs(), ReasonArtifactNotFound)
+			assert.Contains(t, ferr.Message, "uploadpack.allowReachableSHA1InWant")
+			require.NoError(t, g.repo.SetConfig("uploadpack.allowReachableSHA1InWant", "true"))
 			f, _ := newFetcher(t)
-			src, err := f.Fetch(context.Background(), gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: tc.ref, Path: "apps/web"}), inputsOf())
+			src, err := f.Fetch(context.Background(), source(convoyv1alpha1.GitReference{Commit: v12}, ""), tr.inputs())
 			require.NoError(t, err)
-			assert.Equal(t, &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: g.url, Ref: tc.gitRef, Commit: tc.commit}, src.Resolved)
-			assert.Equal(t, []string{"README.md", "apps/web/cm.yaml"}, fileNames(src))
-			assert.Equal(t, "apps/web", src.Path)
-			assert.Equal(t, g.url+" "+tc.gitRef+"@"+tc.commit, src.Where)
+			assert.Equal(t, v12, src.Resolved.Commit)
+			assert.Contains(t, string(src.Files[1].Data), "# 1.2")
+
+			f, _ = newFetcher(t)
+			for _, ref := range []convoyv1alpha1.GitReference{{Branch: "nope"}, {Tag: "v9"}, {SemVer: ">=3.0.0"}} {
+				fetchErr(t, f, source(ref, ""), tr.inputs(), ReasonArtifactNotFound)
+			}
+			fetchErr(t, f, source(convoyv1alpha1.GitReference{SemVer: "not a range"}, ""), tr.inputs(), ReasonSourceInvalid)
 		})
 	}
-
-	// A commit by its hash alone: refused by a server that does not let
-	// one ask for it, served by one that does.
-	f0, _ := newFetcher(t)
-	ferr := fetchErr(t, f0, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Commit: v12}}), inputsOf(), ReasonArtifactNotFound)
-	assert.Contains(t, ferr.Message, "uploadpack.allowReachableSHA1InWant")
-	require.NoError(t, g.repo.SetConfig("uploadpack.allowReachableSHA1InWant", "true"))
-	f, _ := newFetcher(t)
-	src, err := f.Fetch(context.Background(), gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Commit: v12}}), inputsOf())
-	require.NoError(t, err)
-	assert.Equal(t, v12, src.Resolved.Commit)
-	assert.Contains(t, string(src.Files[1].Data), "# 1.2")
-
-	f, _ = newFetcher(t)
-	for _, ref := range []convoyv1alpha1.GitReference{{Branch: "nope"}, {Tag: "v9"}, {SemVer: ">=3.0.0"}} {
-		fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref}), inputsOf(), ReasonArtifactNotFound)
-	}
-	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{SemVer: "not a range"}}), inputsOf(), ReasonSourceInvalid)
 }
 
 // Many Releases on one repository: one listing per resolve max age, one
@@ -194,12 +251,13 @@ func TestGitHostile(t *testing.T) {
 	main := convoyv1alpha1.GitReference{Branch: "main"}
 	f, _ := newFetcher(t)
 
-	ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/web"}), inputsOf(), ReasonGitEntryUnsupported)
+	ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/web"}), inputsOf(), failure.ReasonLinkUnsupported)
 	assert.Contains(t, ferr.Message, "apps/web/passwd.yaml is a symbolic link")
-	ferr = fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/vendored"}), inputsOf(), ReasonGitEntryUnsupported)
+	ferr = fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/vendored"}), inputsOf(), failure.ReasonLinkUnsupported)
 	assert.Contains(t, ferr.Message, "apps/vendored/lib is a submodule")
 	src, err := f.Fetch(ctx, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/api"}), inputsOf())
 	require.NoError(t, err, "a link elsewhere is not read, nor refused")
+	assert.Equal(t, []string{"apps/vendored/lib", "apps/web/passwd.yaml", "elsewhere/link"}, src.Links, "but listed")
 	for _, file := range src.Files {
 		assert.NotContains(t, string(file.Data), "root:", file.Name)
 		assert.NotEqual(t, "apps/web/passwd.yaml", file.Name)

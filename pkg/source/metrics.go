@@ -89,7 +89,7 @@ func counted(err error) error {
 // starts at 0.
 var refusalReasons = []string{
 	egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonDigestMismatch,
-	ReasonArtifactUnsupported, ReasonCredentialsInvalid, ReasonGitEntryUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
+	ReasonArtifactUnsupported, ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
 }
 
 // Every kind and outcome of fetches and resolves, and every refusal, starts

@@ -49,9 +49,10 @@ var BundleMediaTypes = []string{
 type artifact struct {
 	chart []byte
 	files []File
-	// links are the symbolic links and submodules of a Git commit, which
-	// are not read.
-	links []gitLink
+	// links are the links of a bundle or a Git commit (symbolic and hard
+	// links, submodules), which are not read: a render may not read one
+	// (checkLinks).
+	links []link
 }
 
 func (a *artifact) size() int {
@@ -138,22 +139,26 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 	if err != nil {
 		return nil, err
 	}
-	out, err := f.ociArtifact(ctx, namespace, src, inputs)
+	out, links, err := f.ociArtifact(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
 	}
 	if out.Chart != nil && dir != "" {
 		return nil, failure.New(ReasonSourceInvalid, nil, "%s is a Helm chart: path %q is for a bundle of files", out.Where, src.Path)
 	}
+	if out.Links, err = checkLinks(out.Where, links, dir); err != nil {
+		return nil, err
+	}
 	out.Path = dir
 	return out, nil
 }
 
-// ociArtifact fetches the artifact of an OCI source (see oci).
-func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs) (*Source, error) {
+// ociArtifact fetches the artifact of an OCI source (see oci), and
+// returns the links of a bundle beside it.
+func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs) (*Source, []link, error) {
 	r, err := f.resolveOCI(ctx, namespace, src, inputs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	where := src.URL + "@" + r.resolved.Digest
 	if src.Tag != "" {
@@ -167,7 +172,7 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 	if a, ok := f.getContent(content); f.lookedUp(agecache.CacheSource, ok && (r.confirmed || f.isConfirmed(accessKey))) {
 		f.confirm(accessKey)
 		out.Chart, out.Files = a.chart, a.files
-		return out, nil
+		return out, a.links, nil
 	}
 	v, err := f.shared(ctx, namespace, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
 		if a, ok := f.getContent(content); ok {
@@ -188,11 +193,11 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 		return a, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a := v.(*artifact)
 	out.Chart, out.Files = a.chart, a.files
-	return out, nil
+	return out, a.links, nil
 }
 
 // download reads the manifest of ref and its chart or bundle layer, and
@@ -224,7 +229,7 @@ func (f *Fetcher) download(ctx context.Context, r *ociResolution, where string, 
 			return nil, err
 		}
 		a.chart = data
-	} else if a.files, err = unbundle(where, data, limit); err != nil {
+	} else if a.files, a.links, err = unbundle(where, data, limit); err != nil {
 		return nil, err
 	}
 	return a, nil

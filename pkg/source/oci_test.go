@@ -103,8 +103,20 @@ func TestOCIBundleOfManifests(t *testing.T) {
 	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1", Path: "b/../..",
 		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, ReasonSourceInvalid)
 
+	// A bundle's link under the path is refused; one elsewhere is listed.
+	layer := tarGz(t, entry{name: "web/deploy.yaml", data: "kind: Deployment"}, entry{name: "web/passwd.yaml", symlink: "/etc/passwd"},
+		entry{name: "api/deploy.yaml", data: "kind: Deployment"})
+	_, err = reg.PushBundleLayer(ctx, "manifests/linked", "v1", layer)
+	require.NoError(t, err)
+	ca := &convoyv1alpha1.LocalObjectReference{Name: "ca"}
+	ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/linked"), Tag: "v1", Path: "web", CertSecretRef: ca}), inputs, failure.ReasonLinkUnsupported)
+	assert.Contains(t, ferr.Message, "web/passwd.yaml is a symbolic link, which a source does not follow")
+	src, err = f.Fetch(ctx, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/linked"), Tag: "v1", Path: "api", CertSecretRef: ca}), inputs)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"web/passwd.yaml"}, src.Links)
+
 	// Without the CA, the registry's certificate is not trusted.
-	ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1"}), inputsOf(), ReasonSourceUnreachable)
+	ferr = fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1"}), inputsOf(), ReasonSourceUnreachable)
 	assert.Contains(t, ferr.Message, "certificate")
 }
 

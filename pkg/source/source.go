@@ -171,6 +171,11 @@ type Source struct {
 	// Files to keep them within --max-artifact-bytes (a Git commit), by
 	// name: a render that needs one fails with ArtifactTooLarge.
 	Omitted []string
+	// Links are the links of the source outside Path (a bundle's symbolic
+	// and hard links, a commit's symbolic links and submodules), by name,
+	// which are not in Files: a render that needs one fails with
+	// LinkUnsupported. A link under Path fails the fetch.
+	Links []string
 	// Resolved is the artifact fetched, for a registry or a repository.
 	Resolved *subresourcesv1alpha1.ResolvedSource
 }

@@ -22,6 +22,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoykustomize "github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -167,7 +168,7 @@ func TestGitHostile(t *testing.T) {
 	waitInSync(t, ns, "good", metav1.ConditionTrue, "InSync")
 
 	newSourceRelease(t, ns, "leak", gitSource(g.url, main, "apps/leak"))
-	assertSourceUndetermined(t, ns, "leak", source.ReasonGitEntryUnsupported, "apps/leak/passwd.yaml is a symbolic link")
+	assertSourceUndetermined(t, ns, "leak", failure.ReasonLinkUnsupported, "apps/leak/passwd.yaml is a symbolic link")
 	newSourceRelease(t, ns, "remote", gitSource(g.url, main, "apps/remote"))
 	assertSourceUndetermined(t, ns, "remote", convoykustomize.ReasonKustomizeRemoteRefused, "is a URL")
 	assert.Zero(t, remote.Load(), "no request reached the server the kustomization names")
@@ -250,9 +251,7 @@ func TestGitSSH(t *testing.T) {
 	require.NoError(t, err)
 	signer, err := ssh.NewSignerFromKey(key)
 	require.NoError(t, err)
-	srv, err := gitserver.StartSSH(gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}})
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := gitserver.RequireSSH(t, gitserver.SSHOptions{Root: root, AuthorizedKeys: []ssh.PublicKey{signer.PublicKey()}})
 	identity, err := ssh.MarshalPrivateKey(key, "")
 	require.NoError(t, err)
 	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
