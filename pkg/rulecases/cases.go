@@ -201,7 +201,7 @@ func (c *Case) complete(dir string) error {
 	case raw == nil && c.ObjectFile == "":
 		return errors.New("no object: give object or objectFile")
 	case c.ObjectFile != "":
-		obj, err := readObjectFile(filepath.Join(dir, c.ObjectFile))
+		obj, err := readObjectFile(dir, c.ObjectFile)
 		if err != nil {
 			return fmt.Errorf("objectFile: %w", err)
 		}
@@ -220,9 +220,27 @@ func (c *Case) complete(dir string) error {
 	return nil
 }
 
-// readObjectFile reads the one object of a file.
-func readObjectFile(path string) (*unstructured.Unstructured, error) {
-	data, err := readBounded(path)
+// readObjectFile reads the one object of the file name, which must be in
+// dir (the case file's directory) or under it: a name that leaves it (an
+// absolute name, a .. element, a symbolic link out of it) is refused, so
+// that a case file from elsewhere (a chart, a pull request) reads nothing
+// else of the machine that runs it.
+func readObjectFile(dir, name string) (*unstructured.Unstructured, error) {
+	path := filepath.Join(dir, name)
+	if !filepath.IsLocal(name) {
+		return nil, fmt.Errorf("%q is not in the directory of the case file or under it", name)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := readBoundedFrom(f, path)
 	if err != nil {
 		return nil, err
 	}
@@ -265,6 +283,11 @@ func readBounded(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readBoundedFrom(f, path)
+}
+
+// readBoundedFrom reads f, named path, up to MaxFileBytes.
+func readBoundedFrom(f io.Reader, path string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -45,10 +45,16 @@ func TestLoadFileErrors(t *testing.T) {
 		{"a list", "cases:\n- name: a\n  state: Healthy\n  object: {apiVersion: v1, kind: List, items: []}\n", "a case holds one object"},
 		{"a missing object file", "cases:\n- name: a\n  state: Healthy\n  objectFile: nope.yaml\n", "nope.yaml: no such file"},
 		{"two objects in a file", "cases:\n- name: a\n  state: Healthy\n  objectFile: two.yaml\n", "more than one document"},
+		{"an object file above the case file", "cases:\n- name: a\n  state: Healthy\n  objectFile: ../outside.yaml\n", `"../outside.yaml" is not in the directory of the case file`},
+		{"an absolute object file", "cases:\n- name: a\n  state: Healthy\n  objectFile: /etc/hostname\n", `"/etc/hostname" is not in the directory of the case file`},
+		{"an object file that links out", "cases:\n- name: a\n  state: Healthy\n  objectFile: link.yaml\n", "path escapes from parent"},
 		{"a name twice", "cases:\n- name: a\n  state: Healthy\n  objectFile: blue.yaml\n- name: a\n  state: Healthy\n  objectFile: blue.yaml\n", `two cases are named "a"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeCases(t, map[string]string{"cases.yaml": tc.file, "blue.yaml": blueConfigMap, "two.yaml": blueConfigMap + "---\n" + blueConfigMap})
+			// A file beside the directory, and a link to it from inside.
+			require.NoError(t, os.WriteFile(filepath.Join(filepath.Dir(dir), "outside.yaml"), []byte(blueConfigMap), 0o644))
+			require.NoError(t, os.Symlink(filepath.Join(filepath.Dir(dir), "outside.yaml"), filepath.Join(dir, "link.yaml")))
 			_, err := LoadFile(filepath.Join(dir, "cases.yaml"))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.err)
@@ -67,10 +73,11 @@ func TestLoadFileTooLarge(t *testing.T) {
 
 func TestLoad(t *testing.T) {
 	dir := writeCases(t, map[string]string{
-		"blue.yaml":          blueConfigMap,
-		"cases/a.yaml":       "cases:\n- name: inline\n  state: Progressing\n  messagePattern: '^color'\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: n, generation: 3}}\n- name: from a file\n  state: Healthy\n  objectFile: ../blue.yaml\n",
-		"cases/notes.txt":    "not read",
-		"cases/deeper/b.yml": "cases:\n- name: deeper\n  state: Healthy\n  objectFile: ../../blue.yaml\n",
+		"cases/objects/blue.yaml": blueConfigMap,
+		"cases/a.yaml":            "cases:\n- name: inline\n  state: Progressing\n  messagePattern: '^color'\n  object: {apiVersion: v1, kind: ConfigMap, metadata: {name: n, generation: 3}}\n- name: from a file\n  state: Healthy\n  objectFile: objects/blue.yaml\n",
+		"cases/notes.txt":         "not read",
+		"tree/a.yaml":             "cases:\n- name: top\n  state: Healthy\n  object: {apiVersion: v1, kind: ConfigMap}\n",
+		"tree/deeper/b.yml":       "cases:\n- name: deeper\n  state: Healthy\n  object: {apiVersion: v1, kind: ConfigMap}\n",
 	})
 	cases, err := Load([]string{filepath.Join(dir, "cases")}, false)
 	require.NoError(t, err)
@@ -81,10 +88,13 @@ func TestLoad(t *testing.T) {
 	assert.Equal(t, "b", cases[1].object.GetName(), "objectFile is relative to the case file")
 	assert.NotNil(t, cases[0].pattern)
 
-	cases, err = Load([]string{filepath.Join(dir, "cases")}, true)
+	cases, err = Load([]string{filepath.Join(dir, "tree")}, false)
 	require.NoError(t, err)
-	require.Len(t, cases, 3, "-R reads subdirectories")
-	assert.Equal(t, "deeper", cases[2].Name)
+	require.Len(t, cases, 1)
+	cases, err = Load([]string{filepath.Join(dir, "tree")}, true)
+	require.NoError(t, err)
+	require.Len(t, cases, 2, "-R reads subdirectories")
+	assert.Equal(t, "deeper", cases[1].Name)
 
 	_, err = Load([]string{filepath.Join(dir, "empty")}, false)
 	assert.ErrorContains(t, err, "no such file")
