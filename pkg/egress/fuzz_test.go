@@ -22,20 +22,25 @@ func FuzzAddressPolicy(f *testing.F) {
 		"168.63.129.16:80", "[::a9fe:a9fe]:80", "[::7f00:1]:443", "[64:ff9b:1::a9fe:a9fe]:80", "[64:ff9b:1:a9fe:a9:fe00::]:80",
 		"[64:ff9b:1::]:80", "[64:ff9b::]:80", "[::]:443", "0.0.0.0:443", "[::1]:443", "[ff02::1]:80", "[ff32::1]:80",
 		"224.0.0.251:5353", "203.0.113.7:443", "[2001:db8::1]:443", "[64:ff9b::cb00:7107]:443",
+		"172.16.0.1:443", "172.31.255.255:443", "172.32.0.1:443", "192.168.1.1:443", "100.64.0.1:443", "100.128.0.1:443",
+		"[fd12:3456::1]:443", "[fc00::1]:443", "[fe00::1]:443", "[64:ff9b::c0a8:101]:443", "[::ffff:192.168.1.1]:443",
 	} {
-		f.Add(a, false)
-		f.Add(a, true)
+		for _, allowLoopback := range []bool{false, true} {
+			for _, denyPrivate := range []bool{false, true} {
+				f.Add(a, allowLoopback, denyPrivate)
+			}
+		}
 	}
 	denied := netip.MustParsePrefix("10.0.0.0/8")
-	f.Fuzz(func(t *testing.T, address string, allowLoopback bool) {
-		policy := AddressPolicy{AllowLoopback: allowLoopback, Deny: []netip.Prefix{denied}}
+	f.Fuzz(func(t *testing.T, address string, allowLoopback, denyPrivate bool) {
+		policy := AddressPolicy{AllowLoopback: allowLoopback, DenyPrivate: denyPrivate, Deny: []netip.Prefix{denied}}
 		err := policy.Control("tcp", address, nil)
-		why := refusedByOracle(address, allowLoopback, denied)
+		why := refusedByOracle(address, allowLoopback, denyPrivate, denied)
 		if why == "" {
-			require.NoError(t, err, "%q (loopback allowed: %t) was refused, but it is none of the addresses to refuse", address, allowLoopback)
+			require.NoError(t, err, "%q (loopback allowed: %t, private denied: %t) was refused, but it is none of the addresses to refuse", address, allowLoopback, denyPrivate)
 			return
 		}
-		require.Error(t, err, "%q (loopback allowed: %t) was allowed, but it is %s", address, allowLoopback, why)
+		require.Error(t, err, "%q (loopback allowed: %t, private denied: %t) was allowed, but it is %s", address, allowLoopback, denyPrivate, why)
 		fe, ok := failure.As(err)
 		require.True(t, ok, "not a failure.Error: %v", err)
 		require.Equal(t, ReasonAddressNotAllowed, fe.Reason)
@@ -72,13 +77,20 @@ var (
 	oracleNAT64      = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052, well-known
 	oracleNAT64Local = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215, local use
 	oracleCompatible = netip.MustParsePrefix("::/96")          // RFC 4291, deprecated
+	// oraclePrivate are the private ranges: RFC 1918's, the shared address
+	// space of carrier-grade NAT (RFC 6598) and IPv6's unique local
+	// addresses (RFC 4193).
+	oraclePrivate = []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("172.16.0.0/12"), netip.MustParsePrefix("192.168.0.0/16"),
+		netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("fc00::/7"),
+	}
 )
 
-// refusedByOracle says why an address policy with allowLoopback and the
-// denied range must refuse the "ip:port" address, or "" when it must allow
-// it. An IPv6 address is judged as itself and as each IPv4 address it holds
+// refusedByOracle says why an address policy with allowLoopback,
+// denyPrivate and the denied range must refuse the "ip:port" address, or ""
+// when it must allow it. An IPv6 address is judged as itself and as each IPv4 address it holds
 // (IPv4-mapped: as that address only).
-func refusedByOracle(address string, allowLoopback bool, denied netip.Prefix) string {
+func refusedByOracle(address string, allowLoopback, denyPrivate bool, denied netip.Prefix) string {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		return "no address"
@@ -105,7 +117,7 @@ func refusedByOracle(address string, allowLoopback bool, denied netip.Prefix) st
 		judged = append(judged, ipv4(b[12], b[13], b[14], b[15]))
 	}
 	for _, a := range judged {
-		if why := refusedOne(a, allowLoopback, denied); why != "" {
+		if why := refusedOne(a, allowLoopback, denyPrivate, denied); why != "" {
 			if a != ip {
 				why += " " + a.String() + " inside"
 			}
@@ -116,7 +128,7 @@ func refusedByOracle(address string, allowLoopback bool, denied netip.Prefix) st
 }
 
 // refusedOne is refusedByOracle for one address, unmapped.
-func refusedOne(ip netip.Addr, allowLoopback bool, denied netip.Prefix) string {
+func refusedOne(ip netip.Addr, allowLoopback, denyPrivate bool, denied netip.Prefix) string {
 	b := ip.As16()
 	switch {
 	case slices.ContainsFunc(oracleLinkLocal, func(p netip.Prefix) bool { return p.Contains(ip) }),
@@ -130,6 +142,8 @@ func refusedOne(ip netip.Addr, allowLoopback bool, denied netip.Prefix) string {
 		return "a metadata service"
 	case denied.Contains(ip):
 		return "denied"
+	case denyPrivate && slices.ContainsFunc(oraclePrivate, func(p netip.Prefix) bool { return p.Contains(ip) }):
+		return "private"
 	}
 	return ""
 }
