@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -156,9 +157,12 @@ func clusterProblems(c *clientcmdapi.Cluster) []string {
 	return problems
 }
 
-// checkServer checks that server is an http:// or https:// URL with a host
-// and without user info. The messages do not repeat a password the URL may
-// hold.
+// checkServer checks that server is an https:// URL (or an http:// one
+// whose host is a loopback address or localhost, for local development:
+// the dialer still refuses loopback unless --allow-loopback-clusters) with
+// a host and without user info. The token or client key of the kubeconfig
+// must not cross a network in clear text. The messages do not repeat a
+// password the URL may hold.
 func checkServer(server string) error {
 	if server == "" {
 		return errors.New("server is empty")
@@ -176,6 +180,9 @@ func checkServer(server string) error {
 	}
 	if u.Host == "" {
 		return fmt.Errorf("server %q has no host", u.Redacted())
+	}
+	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		return fmt.Errorf("server %q is plain http: a Cluster's API server is reached over https (plain http only to a loopback address, for local development)", u.Redacted())
 	}
 	if u.User != nil {
 		return fmt.Errorf("server %q has user info; use username and password", u.Redacted())
@@ -226,4 +233,14 @@ func restConfig(c *clientcmdapi.Cluster, a *clientcmdapi.AuthInfo) *rest.Config 
 			KeyData:    a.ClientKeyData,
 		},
 	}
+}
+
+// isLoopbackHost reports whether host (a URL's, without brackets) is
+// localhost or a loopback address.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -43,7 +44,7 @@ var (
 	})
 	ReasonClusterConfigInvalid = failure.Declare(failure.Reason{
 		Name: "ClusterConfigInvalid", Class: failure.ClassInvalid, Shows: everywhere, Refusal: true,
-		Means:  "the Cluster's Secret lacks the key, or its value is not a usable kubeconfig (exec plugins, files, auth providers and plain http to a non-loopback server are refused)",
+		Means:  "the Cluster's Secret lacks the key, or its value is not a usable kubeconfig (exec plugins, files, auth providers, proxies and plain http to a non-loopback server are refused)",
 		Action: "write a kubeconfig with a server URL and inline credentials into the Secret (see the Clusters docs)",
 	})
 )
@@ -51,6 +52,10 @@ var (
 // DefaultKubeconfigKey is the Secret key of the kubeconfig when the Cluster's
 // spec.kubeConfig.secretRef.key is empty.
 const DefaultKubeconfigKey = "value"
+
+// privateFlag is the flag that sets Options.AllowPrivate, named in the
+// refusal of a private address.
+const privateFlag = "--allow-private-clusters"
 
 // loopbackFlag is the flag that sets Options.AllowLoopback, named in the
 // refusal of a loopback address.
@@ -178,6 +183,12 @@ type Options struct {
 	// address, for local development. Link-local addresses are always
 	// refused.
 	AllowLoopback bool
+	// AllowPrivate lets the kubeconfig of a Cluster point at a private
+	// address (egress.PrivateRanges; --allow-private-clusters). Off, a
+	// Cluster, which whoever may create one in a namespace writes, cannot
+	// make convoy-apiserver send requests into the cluster's own network
+	// or an organization's.
+	AllowPrivate bool
 	// Deny are address ranges a Cluster's kubeconfig may not reach, beside
 	// those an egress.AddressPolicy always refuses.
 	Deny []netip.Prefix
@@ -230,6 +241,12 @@ type Provider struct {
 	// home builds the clients of an identity on the local cluster; tests
 	// replace it.
 	home func(Identity) (*homeClients, error)
+	// dialControl, when set, gives the dialer of a Cluster's Target its
+	// Control in place of the policy's: the tests set one that asks the
+	// policy and then refuses any address off loopback, so that a policy
+	// that lets an address through fails a test without a packet sent
+	// there.
+	dialControl func(policy *egress.AddressPolicy) func(network, address string, c syscall.RawConn) error
 
 	mu         sync.Mutex
 	identities *lru.Cache // Identity → *homeClients
@@ -372,7 +389,8 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 // proxy), ReasonClusterConfigInvalid. Any other error (reading the Cluster
 // or the Secret failed) is returned wrapped. The Target's dialer refuses
 // what its egress.AddressPolicy refuses (Options.AllowLoopback,
-// Options.Deny), and names loopbackFlag in the refusal of a loopback address.
+// Options.AllowPrivate, Options.Deny), and names loopbackFlag or
+// privateFlag in the refusal of a loopback or a private address.
 func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.Interface, namespace, name string) (*Target, error) {
 	key := namespace + "/" + name
 	clusterName := clusterKey(key).Describe()
@@ -427,7 +445,8 @@ func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.
 	if err != nil {
 		return nil, invalid(err)
 	}
-	policy := egress.AddressPolicy{AllowLoopback: p.opts.AllowLoopback, Deny: p.opts.Deny, Flags: egress.Flags{Loopback: loopbackFlag}}
+	policy := egress.AddressPolicy{AllowLoopback: p.opts.AllowLoopback, DenyPrivate: !p.opts.AllowPrivate, Deny: p.opts.Deny,
+		Flags: egress.Flags{Loopback: loopbackFlag, Private: privateFlag}}
 	t, err := p.newTarget(key, cfg, &policy)
 	if err != nil {
 		return nil, invalid(err)
@@ -508,7 +527,11 @@ func (p *Provider) configure(in *rest.Config, policy *egress.AddressPolicy) (*re
 	cfg.UserAgent = egress.UserAgent
 	switch {
 	case policy != nil:
-		cfg.Dial = policy.Dialer(timeout).DialContext
+		d := policy.Dialer(timeout)
+		if p.dialControl != nil {
+			d.Control = p.dialControl(policy)
+		}
+		cfg.Dial = d.DialContext
 	case cfg.Dial == nil:
 		cfg.Dial = (&net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}).DialContext
 	}

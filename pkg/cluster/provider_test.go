@@ -6,12 +6,15 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -290,6 +293,14 @@ func TestClusterConfigInvalid(t *testing.T) {
 				c.Clusters["target"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:6443", CertificateAuthority: "/etc/ssl/ca.crt"}
 			})},
 			message: "certificate-authority",
+		},
+		"plain http to a private address": {
+			data:    map[string][]byte{"value": kubeconfig(t, "http://10.1.2.3:8080")},
+			message: `server "http://10.1.2.3:8080" is plain http: a Cluster's API server is reached over https`,
+		},
+		"plain http to a name": {
+			data:    map[string][]byte{"value": kubeconfig(t, "http://kubernetes.example:8080")},
+			message: "is plain http",
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -604,4 +615,72 @@ func TestTargetTalksTLS(t *testing.T) {
 	_, err = target.Dynamic.Resource(configMaps).Namespace("default").Get(context.Background(), "x", metav1.GetOptions{})
 	var unknownAuthority x509.UnknownAuthorityError
 	assert.True(t, errors.As(err, &unknownAuthority), "want an unknown authority error, got %v", err)
+}
+
+// A Cluster keeps to an address policy of its own: private addresses are
+// refused unless AllowPrivate (--allow-private-clusters), and the refusal
+// names that flag; plain http only to loopback. The dialer asks the policy,
+// then the test's Control refuses whatever is off loopback, so that a
+// policy that let an address through fails the test without a packet sent
+// there.
+func TestClusterAddressPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		server  string
+		opts    Options
+		allowed bool   // the policy lets the dial through (to the test's refusal)
+		why     string // else the policy's refusal
+		message string
+	}{
+		{name: "private, refused by default", server: "https://10.1.2.3:6443", why: egress.WhyPrivate,
+			message: "(convoy-apiserver --allow-private-clusters allows private addresses)"},
+		{name: "shared address space", server: "https://100.64.0.7:6443", why: egress.WhyPrivate},
+		{name: "unique local IPv6", server: "https://[fd00::7]:6443", why: egress.WhyPrivate},
+		{name: "private, allowed", server: "https://10.1.2.3:6443", opts: Options{AllowPrivate: true}, allowed: true},
+		{name: "public", server: "https://203.0.113.7:6443", allowed: true},
+		{name: "link-local, whatever the flags", server: "https://169.254.169.254:443", opts: Options{AllowPrivate: true, AllowLoopback: true}, why: egress.WhyLinkLocal},
+		{name: "plain http to loopback, allowed", server: "http://127.0.0.1:1", opts: Options{AllowLoopback: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tc.opts, clusterObj("prod", "prod-kubeconfig", ""),
+				secretObj("prod-kubeconfig", map[string][]byte{"value": kubeconfig(t, tc.server)}))
+			var allowed []string
+			var mu sync.Mutex
+			f.provider.dialControl = func(policy *egress.AddressPolicy) func(network, address string, c syscall.RawConn) error {
+				return func(network, address string, c syscall.RawConn) error {
+					if err := policy.Control(network, address, c); err != nil {
+						return err
+					}
+					if ap, err := netip.ParseAddrPort(address); err == nil && ap.Addr().Unmap().IsLoopback() {
+						return nil
+					}
+					mu.Lock()
+					allowed = append(allowed, address)
+					mu.Unlock()
+					return fmt.Errorf("test: %s is off loopback", address)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := f.target(t, release("prod")).Dynamic.Resource(configMaps).Namespace("default").Get(ctx, "x", metav1.GetOptions{})
+			require.Error(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case tc.allowed:
+				assert.NotEmpty(t, allowed, "the policy let the dial through: %v", err)
+				assert.ErrorContains(t, err, "is off loopback")
+			case tc.why != "":
+				assert.Empty(t, allowed)
+				var notAllowed *egress.AddressNotAllowedError
+				require.ErrorAs(t, err, &notAllowed)
+				assert.Equal(t, tc.why, notAllowed.Why)
+				assert.Contains(t, err.Error(), tc.message)
+				assert.NotContains(t, err.Error(), "-sources")
+			default: // loopback: dialed, refused by the closed port
+				assert.Empty(t, allowed)
+				assert.NotErrorAs(t, err, new(*egress.AddressNotAllowedError))
+			}
+		})
+	}
 }

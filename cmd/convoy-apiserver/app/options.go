@@ -156,7 +156,9 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	target.StringVar(&o.Target.DefaultServiceAccount, "default-service-account", o.Target.DefaultServiceAccount,
 		"ServiceAccount, in the Release's namespace, that a Release without spec.serviceAccountName acts as.")
 	target.BoolVar(&o.Target.AllowLoopback, "allow-loopback-clusters", o.Target.AllowLoopback,
-		"Let the kubeconfig of a Cluster reach loopback addresses (local development only). Link-local addresses are always refused.")
+		"Let the kubeconfig of a Cluster reach loopback addresses, over plain http too (local development only). Link-local addresses are always refused.")
+	target.BoolVar(&o.Target.AllowPrivate, "allow-private-clusters", o.Target.AllowPrivate,
+		"Let the kubeconfig of a Cluster reach private addresses (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7): for target clusters whose API server is on a VPC address. Off, a Cluster, which whoever may create one in a namespace writes, cannot make convoy-apiserver send requests into the cluster's own network (Services, Pods, nodes, control plane).")
 	target.Var(prefixes{&o.Target.Deny}, "deny-cidr",
 		"Address ranges (CIDRs, comma-separated or repeated) a Cluster's kubeconfig may not reach, beside loopback, link-local, unspecified and the known cloud metadata services, which are always refused: e.g. the nodes' network, the control plane's, a metadata service of your own.")
 
@@ -181,7 +183,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	sources.BoolVar(&o.Sources.Policy.AllowLoopback, "allow-loopback-sources", o.Sources.Policy.AllowLoopback,
 		"Let OCI registries and Helm repositories be reached on loopback addresses, over plain http too (local development only). Link-local and metadata addresses are always refused; --deny-cidr applies to sources too.")
 	sources.BoolVar(&o.Sources.AllowPrivate, "allow-private-sources", o.Sources.AllowPrivate,
-		"Let OCI registries and Helm repositories be reached on private addresses (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7): for a registry inside your network. Off, a Release's URL cannot reach the cluster's own network (Services, Pods, nodes, control plane). Clusters are not affected.")
+		"Let OCI registries and Helm repositories be reached on private addresses (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, fc00::/7): for a registry inside your network. Off, a Release's URL cannot reach the cluster's own network (Services, Pods, nodes, control plane). Clusters have --allow-private-clusters.")
 	sources.DurationVar(&o.Sources.Timeout, "fetch-timeout", o.Sources.Timeout, "Longest fetch of an OCI or Helm repository source: resolving, downloading and verifying (FetchTimeout).")
 	sources.IntVar(&o.Sources.MaxArtifactBytes, "max-artifact-bytes", o.Sources.MaxArtifactBytes,
 		"Most bytes of an OCI manifest, layer, chart archive, and of what a bundle of manifests inflates to (ArtifactTooLarge); checked against the declared size before a download, and while reading.")

@@ -89,12 +89,17 @@ func TestDenyCIDRFlag(t *testing.T) {
 	assert.ErrorContains(t, prefixes{&bad}.Set("10.0.0.1"), "not a CIDR", "an address is not a range")
 }
 
-// Private ranges are refused to sources unless --allow-private-sources.
-func TestAllowPrivateSourcesFlag(t *testing.T) {
+// Private ranges are refused to sources unless --allow-private-sources, and
+// to Clusters unless --allow-private-clusters: one flag does not open the
+// other.
+func TestAllowPrivateFlags(t *testing.T) {
 	o := NewOptions()
 	assert.False(t, o.Sources.AllowPrivate, "refused by default")
+	assert.False(t, o.Target.AllowPrivate, "refused by default")
 	sets := o.Flags()
-	fs := sets.FlagSet("sources")
-	require.NoError(t, fs.Parse([]string{"--allow-private-sources"}))
+	require.NoError(t, sets.FlagSet("sources").Parse([]string{"--allow-private-sources"}))
 	assert.True(t, o.Sources.AllowPrivate)
+	assert.False(t, o.Target.AllowPrivate)
+	require.NoError(t, sets.FlagSet("target clusters").Parse([]string{"--allow-private-clusters"}))
+	assert.True(t, o.Target.AllowPrivate)
 }
