@@ -134,6 +134,7 @@ func RegisterMetrics() {
 	cluster.RegisterMetrics()
 	agecache.RegisterMetrics()
 	source.RegisterMetrics()
+	render.RegisterMetrics()
 	metricSet.Register()
 	limit, _ := memoryLimitBytes(cgroupMemoryFiles)
 	memoryLimit.Set(float64(limit))
@@ -201,7 +202,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	// desired, /diff, /preview and the drift loop): their caches and slots
 	// are shared, and no package holds one of its own.
 	fetcher := source.NewFetcher(sourceOpts)
-	renderEngine := render.NewEngine(fetcher, render.NewSandbox(exe, x.RenderConcurrency, x.Render), x.Render).
+	sandbox := render.NewSandbox(exe, x.RenderConcurrency, x.Render)
+	checkRenderNetwork(sandbox)
+	renderEngine := render.NewEngine(fetcher, sandbox, x.Render).
 		WithBuildCache(x.BuildCacheBytes, time.Hour, clock.RealClock{})
 	redactor := redact.New()
 	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
@@ -258,4 +261,17 @@ func (c CompletedConfig) New() (*Server, error) {
 		return nil
 	})
 	return &Server{GenericAPIServer: generic, Observer: obs}, nil
+}
+
+// checkRenderNetwork finds out, once, whether the render processes run
+// without a network by the kernel's filter, and says so in the log (and in
+// convoy_render_network_filter).
+func checkRenderNetwork(sandbox *render.Sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sandbox.CheckNetworkFilter(ctx); err != nil {
+		klog.ErrorS(err, "The render processes run with a network: the kernel's filter could not be installed, only net/http's default transport refuses them")
+		return
+	}
+	klog.V(1).InfoS("The render processes run without a network: the kernel refuses them every Internet socket (seccomp)")
 }

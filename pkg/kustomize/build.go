@@ -43,7 +43,9 @@ func Build(where string, files map[string][]byte, dir string) ([]byte, error) {
 // DenyNetwork makes net/http's default transport, which kustomize's loader
 // uses for a remote file, refuse every request: for a process that builds
 // kustomizations and has no business on the network (the render's child).
-// The child also runs without PATH, so kustomize finds no git to clone a
+// It is a backstop: it covers net/http's default transport only; the
+// child's kernel filter (pkg/render) refuses every Internet socket. The
+// child also runs without PATH, so kustomize finds no git to clone a
 // remote base with.
 func DenyNetwork() {
 	http.DefaultTransport = deniedTransport{}

@@ -181,9 +181,11 @@ func TestRenderDirectoryKustomizationOfALink(t *testing.T) {
 	assert.Contains(t, rerr.Message, `resources "../base" names a link of the source (base)`)
 }
 
-// The child that builds has no network, a backstop behind the walk: a
-// build that was not checked fails without a request.
-func TestSandboxBuildHasNoNetwork(t *testing.T) {
+// The child that builds refuses, in net/http's default transport (the
+// backstop behind the walk), a remote file that the walk did not check:
+// the build fails without a request. The kernel's filter, which refuses
+// every Internet socket, is TestChildHasNoNetwork's.
+func TestSandboxBuildBackstopRefusesRemoteFiles(t *testing.T) {
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)

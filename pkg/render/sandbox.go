@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,6 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // ChildArg is the one argument a program is run with as a Sandbox's child:
@@ -34,14 +36,22 @@ const maxStderr = 4 << 10
 // to RunChild.
 const memoryLimitEnv = "CONVOY_RENDER_MEMORY_LIMIT"
 
+// networkFilterEnv is "required" once the Sandbox found that its children
+// can install the kernel's network filter (CheckNetworkFilter): a child
+// that then cannot fails instead of running without it.
+const networkFilterEnv = "CONVOY_RENDER_NETWORK_FILTER"
+
 // gcHeadroom is how far under its memory limit a child's Go runtime starts
 // collecting hard (GOMEMLIMIT): the runtime never unmaps its heap, so
 // without headroom a child would die of garbage it could have collected.
 const gcHeadroom = 96 << 20
 
 // Sandbox templates charts and builds kustomizations in child processes
-// (a kustomization only once kustomize.Check passed it; the child has no
-// network as a backstop). Helm's template engine does
+// (a kustomization only once kustomize.Check passed it). A child has no
+// network: the kernel refuses it every Internet socket (a seccomp filter
+// it installs on itself before it reads anything, denyNetwork), whatever
+// library asks; where the kernel cannot (CheckNetworkFilter says so), only
+// net/http's default transport refuses, a backstop. Helm's template engine does
 // not stop at a deadline, so a chart whose templates loop for ever would keep
 // a core busy past every timeout. A child is killed when the render's
 // context ends (the render timeout, --render-timeout), which really stops
@@ -56,6 +66,9 @@ type Sandbox struct {
 	slots     chan struct{}
 	limits    Limits
 	maxOutput int64
+	// filtered is set once CheckNetworkFilter found that the children can
+	// install the network filter.
+	filtered atomic.Bool
 }
 
 // NewSandbox returns a Sandbox that runs the program at path (the running
@@ -81,11 +94,69 @@ type chartError struct {
 	Message string `json:"message"`
 }
 
-// childRequest is what a child reads: a chart to template or a
-// kustomization to build.
+// childRequest is what a child reads: a chart to template, a kustomization
+// to build, or whether it has a network (CheckNetworkFilter).
 type childRequest struct {
 	Chart     *ChartRequest     `json:"chart,omitempty"`
 	Kustomize *KustomizeRequest `json:"kustomize,omitempty"`
+	Probe     bool              `json:"probe,omitempty"`
+}
+
+// probeAnswer is a child's answer to a probe: whether the kernel refused
+// it the Internet sockets it asked for, and why not.
+type probeAnswer struct {
+	Refused bool   `json:"refused"`
+	Why     string `json:"why,omitempty"`
+}
+
+// CheckNetworkFilter runs a child that installs the network filter and
+// asks for an IPv4 and an IPv6 socket. When the kernel refused both, every
+// later child must install the filter (one that cannot fails); when not,
+// the children run with net/http's backstop alone. It returns why the
+// filter does not hold, nil when it does, and sets
+// convoy_render_network_filter; the caller logs it once.
+func (s *Sandbox) CheckNetworkFilter(ctx context.Context) error {
+	in, err := json.Marshal(childRequest{Probe: true})
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, s.path, ChildArg)
+	cmd.Stdin, cmd.Env, cmd.Dir = bytes.NewReader(in), s.childEnv(), os.TempDir()
+	var stderr limitedBuffer
+	stderr.limit = maxStderr
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var answer probeAnswer
+	switch {
+	case err != nil:
+		answer.Why = fmt.Sprintf("the probe process failed: %v: %s", err, strings.TrimSpace(stderr.String()))
+	case json.Unmarshal(out, &answer) != nil:
+		answer = probeAnswer{Why: fmt.Sprintf("the probe process answered %q", truncate.String(string(out), 200))}
+	}
+	s.filtered.Store(answer.Refused)
+	if answer.Refused {
+		networkFiltered.Set(1)
+		return nil
+	}
+	networkFiltered.Set(0)
+	return errors.New(answer.Why)
+}
+
+// childEnv is the whole environment of a child: nothing of the server's (a
+// chart has no business with it, and without PATH kustomize finds no git
+// to clone with), its memory limit, and whether it must install the
+// network filter.
+func (s *Sandbox) childEnv() []string {
+	memory := int64(s.limits.Memory)
+	env := []string{
+		memoryLimitEnv + "=" + strconv.FormatInt(memory, 10),
+		"GOMEMLIMIT=" + strconv.FormatInt(max(memory-gcHeadroom, memory/2), 10),
+		"GOTRACEBACK=single",
+	}
+	if s.filtered.Load() {
+		env = append(env, networkFilterEnv+"=required")
+	}
+	return env
 }
 
 // Template implements Runner: it templates req in a child process.
@@ -114,14 +185,7 @@ func (s *Sandbox) run(ctx context.Context, what, output string, req childRequest
 	}
 	cmd := exec.CommandContext(ctx, s.path, ChildArg)
 	cmd.Stdin = bytes.NewReader(in)
-	// Nothing of the server's environment: a chart has no business with
-	// it, and without PATH kustomize finds no git to clone with.
-	memory := int64(s.limits.Memory)
-	cmd.Env = []string{
-		memoryLimitEnv + "=" + strconv.FormatInt(memory, 10),
-		"GOMEMLIMIT=" + strconv.FormatInt(max(memory-gcHeadroom, memory/2), 10),
-		"GOTRACEBACK=single",
-	}
+	cmd.Env = s.childEnv()
 	cmd.Dir = os.TempDir()
 	var stderr limitedBuffer
 	stderr.limit = maxStderr
@@ -188,20 +252,36 @@ func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.U
 	return objs, nil
 }
 
-// RunChild is the child of a Sandbox: it limits its own memory to what the
-// Sandbox says (RLIMIT_DATA, before it reads anything), makes net/http
-// refuse every request, reads a chart to template or a kustomization to
-// build from in, runs it in this process and writes the JSON array of the
-// objects, or the error, to out. It returns the process's exit code.
+// setupChild prepares a child before it reads anything: its memory limit
+// (RLIMIT_DATA), the kernel's network filter (denyNetwork; required when
+// the Sandbox says so), and net/http's backstop. Nothing a child does
+// needs the network: kustomize.Check refuses what kustomize would fetch,
+// and a chart's templates have no business with it. It returns why the
+// filter is not installed, when it is not required, and an error that
+// must stop the child.
+func setupChild() (filterErr, err error) {
+	if err := limitMemory(os.Getenv(memoryLimitEnv)); err != nil {
+		return nil, fmt.Errorf("limiting the memory of the render process: %w", err)
+	}
+	if filterErr = denyNetwork(); filterErr != nil && os.Getenv(networkFilterEnv) == "required" {
+		return nil, fmt.Errorf("the render process cannot refuse itself the network: %w", filterErr)
+	}
+	kustomize.DenyNetwork()
+	return filterErr, nil
+}
+
+// RunChild is the child of a Sandbox: it sets itself up (setupChild:
+// its memory limit, no network), reads a chart to template or a
+// kustomization to build from in, runs it in this process and writes the
+// JSON array of the objects, or the error, to out. It returns the
+// process's exit code.
 func RunChild(in io.Reader, out io.Writer) int {
 	debug.SetTraceback("single")
-	if err := limitMemory(os.Getenv(memoryLimitEnv)); err != nil {
-		fmt.Fprintln(os.Stderr, "limiting the memory of the render process:", err)
+	filterErr, err := setupChild()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	// Nothing a child does needs the network: a backstop behind
-	// kustomize.Check, which refuses what kustomize would fetch.
-	kustomize.DenyNetwork()
 	var req childRequest
 	var answer any
 	var objs []*unstructured.Unstructured
@@ -216,12 +296,16 @@ func RunChild(in io.Reader, out io.Writer) int {
 	case req.Kustomize != nil:
 		where = req.Kustomize.Where
 		objs, rerr = buildKustomization(*req.Kustomize)
+	case req.Probe:
+		answer = probeNetwork(filterErr)
 	default:
 		rerr = failure.New(ReasonTemplateFailed, nil, "the render request holds neither a chart nor a kustomization")
 	}
-	if rerr != nil {
+	switch {
+	case answer != nil: // a probe's
+	case rerr != nil:
 		answer = chartError{Reason: rerr.Reason, Message: rerr.Message}
-	} else {
+	default:
 		items := make([]map[string]any, len(objs))
 		for i, o := range objs {
 			items[i] = o.Object

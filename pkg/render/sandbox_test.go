@@ -2,12 +2,18 @@ package render
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics/testutil"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -22,12 +29,107 @@ import (
 )
 
 // TestMain lets the test binary be a Sandbox's child, as convoy-apiserver's
-// main does.
+// main does; with dialEnv set, a child that sets itself up as RunChild
+// does and then tries the network (dialChild).
 func TestMain(m *testing.M) {
 	if len(os.Args) == 2 && os.Args[1] == ChildArg {
+		if addr := os.Getenv(dialEnv); addr != "" {
+			os.Exit(dialChild(addr))
+		}
 		os.Exit(RunChild(os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())
+}
+
+// dialEnv makes a child of this test binary try the network at the
+// address it holds (dialChild).
+const dialEnv = "CONVOY_RENDER_TEST_DIAL"
+
+// dialAttempts are what a dialChild got: the error of each attempt, ""
+// when it connected.
+type dialAttempts struct {
+	FilterErr, Dial, HTTPGet, OwnTransport string
+}
+
+// dialChild sets itself up as RunChild does (setupChild), then tries addr
+// as a library could: net.Dial, http.Get (net/http's default transport,
+// which the backstop replaces) and a client with a transport of its own;
+// it writes what each got to standard output.
+func dialChild(addr string) int {
+	filterErr, err := setupChild()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	errText := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}
+	var got dialAttempts
+	got.FilterErr = errText(filterErr)
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+	} else {
+		got.Dial = err.Error()
+	}
+	if resp, err := http.Get("http://" + addr + "/"); err == nil {
+		resp.Body.Close()
+	} else {
+		got.HTTPGet = err.Error()
+	}
+	own := &http.Client{Transport: &http.Transport{}}
+	if resp, err := own.Get("http://" + addr + "/"); err == nil {
+		resp.Body.Close()
+	} else {
+		got.OwnTransport = errText(err)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(got)
+	return 0
+}
+
+// A child has no network, by the kernel's filter (the Sandbox found it
+// works, so its children must install it): net.Dial and a client with a
+// transport of its own fail with EPERM, net/http's default transport with
+// the backstop, and the listener sees no connection. A child that must
+// install the filter and cannot would fail (setupChild).
+func TestChildHasNoNetwork(t *testing.T) {
+	RegisterMetrics() // unregistered metrics count nothing
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	s := NewSandbox(exe, 1, childLimits(Limits{}))
+	require.NoError(t, s.CheckNetworkFilter(context.Background()), "this machine's kernel takes seccomp filters")
+	value, err := testutil.GetGaugeMetricValue(networkFiltered)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, value)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	cmd := exec.Command(exe, ChildArg)
+	cmd.Env = append(s.childEnv(), dialEnv+"="+l.Addr().String())
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s", out)
+	var got dialAttempts
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	assert.Empty(t, got.FilterErr)
+	assert.Contains(t, got.Dial, "operation not permitted")
+	assert.Contains(t, got.OwnTransport, "operation not permitted")
+	assert.Contains(t, got.HTTPGet, "the render process has no network")
+	assert.Zero(t, accepted.Load(), "no connection reached the listener")
+	assert.Contains(t, s.childEnv(), networkFilterEnv+"=required")
 }
 
 // sandboxed returns a Renderer whose charts are templated by children of

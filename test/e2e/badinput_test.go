@@ -233,3 +233,10 @@ func TestBadInputs(t *testing.T) {
 	_, body := replicaGet(t, env.cp.ConvoyAPIServer(), "/readyz")
 	assert.Equal(t, "ok", strings.TrimSpace(body))
 }
+
+// The server found, at its start, that its render processes run under the
+// kernel's network filter (pkg/render: the probe child's sockets were
+// refused), and says so on /metrics.
+func TestRenderProcessesWithoutNetwork(t *testing.T) {
+	assert.Equal(t, "1", metric(t, env.cp.ConvoyAPIServer(), "convoy_render_network_filter"))
+}
