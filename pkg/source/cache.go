@@ -45,7 +45,8 @@ func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(con
 	}
 	res, err := park.Wait(ctx, key, func() <-chan singleflight.Result {
 		return f.flights.DoChan(flight, func() (v any, err error) {
-			fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), f.opts.Timeout, errFetchTimeout)
+			// Not its first caller's: neither its cancellation nor its Spot.
+			fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(park.WithSpot(ctx, nil)), f.opts.Timeout, errFetchTimeout)
 			defer cancel()
 			defer func() {
 				if r := recover(); r != nil {
