@@ -1,35 +1,25 @@
 package source
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
-	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/git"
 )
 
 // KindGitRepository is the kind of a ResolvedSource of a Git repository.
 const KindGitRepository = "GitRepository"
-
-// maxGitFiles bounds the files of a commit read.
-const maxGitFiles = 100_000
 
 // Reasons of Git sources beside the sources' own.
 var (
@@ -56,18 +46,6 @@ type gitResolution struct {
 	// of ref gets.
 	tip      bool
 	resolved *subresourcesv1alpha1.ResolvedSource
-}
-
-// gitRefs is a ref listing: ref name → commit (an annotated tag's peeled
-// commit in place of the tag object).
-type gitRefs map[string]string
-
-func (r gitRefs) size() int {
-	n := 0
-	for k, v := range r {
-		n += len(k) + len(v) + 32
-	}
-	return n
 }
 
 // checkGitURL refuses a URL that is not https or ssh (plain http only to
@@ -122,21 +100,21 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 	ref := src.Ref
 	switch {
 	case ref.Commit != "":
-		if !plumbing.IsHash(ref.Commit) || len(ref.Commit) != 40 {
+		if !git.IsHash(ref.Commit) {
 			return nil, failure.New(ReasonSourceInvalid, nil, "%s: commit %q is not a full commit hash (40 hex digits)", src.URL, ref.Commit)
 		}
 		r.commit = strings.ToLower(ref.Commit)
 		if ref.Branch != "" {
-			r.ref = plumbing.NewBranchReferenceName(ref.Branch).String()
+			r.ref = git.BranchRef(ref.Branch)
 			if _, ok := refs[r.ref]; !ok {
 				return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no branch %s to fetch commit %s from", src.URL, ref.Branch, r.commit)
 			}
 		}
 		r.tip = r.ref != "" && refs[r.ref] == r.commit
 	case ref.Branch != "":
-		r.ref = plumbing.NewBranchReferenceName(ref.Branch).String()
+		r.ref = git.BranchRef(ref.Branch)
 	case ref.Tag != "":
-		r.ref = plumbing.NewTagReferenceName(ref.Tag).String()
+		r.ref = git.TagRef(ref.Tag)
 	case ref.SemVer != "":
 		if r.ref, err = pickTag(src.URL, ref.SemVer, refs); err != nil {
 			return nil, err
@@ -158,7 +136,7 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 // pickTag is the tag of refs whose name is the highest version that meets
 // the range want, as Helm repository versions are picked: prereleases only
 // when the range names one (Masterminds/semver's rule).
-func pickTag(repo, want string, refs gitRefs) (string, error) {
+func pickTag(repo, want string, refs git.Refs) (string, error) {
 	c, err := semver.NewConstraint(want)
 	if err != nil {
 		return "", failure.New(ReasonSourceInvalid, err, "%s: semver %q is not a version range", repo, want)
@@ -188,7 +166,7 @@ func pickTag(repo, want string, refs gitRefs) (string, error) {
 // ResolveMaxAge: a listing is what confirms that these credentials may
 // read the repository, so a commit fetched for others is served from the
 // content cache only to credentials whose own listing succeeded.
-func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds *gitCredentials) (gitRefs, error) {
+func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds *gitCredentials) (git.Refs, error) {
 	key := "git\x00" + repo + "\x00" + creds.key
 	if f.gitListings != nil {
 		if refs, ok := f.gitListings.Get(key); f.lookedUp(agecache.CacheResolve, ok) {
@@ -201,28 +179,9 @@ func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds
 				return refs, nil
 			}
 		}
-		remote := git.NewRemote(nil, &config.RemoteConfig{Name: "origin", URLs: []string{repo}})
-		list, err := remote.ListContext(ctx, &git.ListOptions{Auth: creds.auth, PeelingOption: git.AppendPeeled})
+		refs, err := git.List(ctx, repo, creds.auth)
 		if err != nil {
 			return nil, gitFailure(repo+": listing the refs", err)
-		}
-		if len(list) > f.opts.MaxGitRefs {
-			return nil, failure.New(ReasonGitRefsTooMany, nil, "%s advertises %d refs, more than the limit of %d (--max-git-refs)", repo, len(list), f.opts.MaxGitRefs)
-		}
-		refs := gitRefs{}
-		for _, r := range list {
-			if r.Type() != plumbing.HashReference {
-				continue
-			}
-			name := r.Name().String()
-			if peeled, ok := strings.CutSuffix(name, "^{}"); ok {
-				// An annotated tag: its commit, not the tag object.
-				refs[peeled] = r.Hash().String()
-				continue
-			}
-			if _, seen := refs[name]; !seen {
-				refs[name] = r.Hash().String()
-			}
 		}
 		if f.gitListings != nil {
 			f.gitListings.Put(key, refs)
@@ -232,7 +191,7 @@ func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds
 	if err != nil {
 		return nil, err
 	}
-	return v.(gitRefs), nil
+	return v.(git.Refs), nil
 }
 
 // git fetches the directory of a Git source: it resolves the ref (one
@@ -325,143 +284,71 @@ func selectGitFiles(where string, files []File, dir string, limit int64) ([]File
 	return out, omitted, nil
 }
 
-// fetchGit fetches r's commit and reads its tree.
+// fetchGit fetches r's commit and reads its tree (git.Fetch).
 func (f *Fetcher) fetchGit(ctx context.Context, r *gitResolution, where string) (*artifact, error) {
-	storage := newCountingStorage(int64(f.opts.MaxGitBytes))
-	remote := git.NewRemote(storage, &config.RemoteConfig{Name: "origin", URLs: []string{r.url}})
-	var spec config.RefSpec
-	depth := 1
+	c, err := git.Fetch(ctx, git.FetchRequest{URL: r.url, Auth: r.creds.auth, Commit: r.commit, Ref: r.ref, Tip: r.tip})
+	var gerr *git.Error
 	switch {
-	case r.tip:
-		spec = config.RefSpec(fmt.Sprintf("+%s:%s", r.ref, r.ref))
-	case r.ref != "":
-		// A commit behind the tip of its branch: the branch's history,
-		// bounded by the storage's bytes.
-		spec, depth = config.RefSpec(fmt.Sprintf("+%s:%s", r.ref, r.ref)), 0
+	case err == nil:
+	case errors.As(err, &gerr):
+		return nil, failure.Quiet(gitReasons[gerr.Kind], err, "%s: %s", where, gerr.Message)
+	case r.ref == "" && egress.NetworkFailure(err) == "" && !isFailure(err):
+		// Git says "not our ref" in its own words only.
+		return nil, failure.New(ReasonArtifactNotFound, err, "%s: the server did not send commit %s asked for by its hash (it must be reachable, and the server must allow it: uploadpack.allowReachableSHA1InWant; or name the branch to fetch it from)", where, r.commit)
 	default:
-		// A commit alone: asked for by its hash (the server must allow
-		// it: uploadpack.allowReachableSHA1InWant, or protocol v2).
-		spec = config.RefSpec(fmt.Sprintf("%s:refs/convoy/commit", r.commit))
-	}
-	err := remote.FetchContext(ctx, &git.FetchOptions{RefSpecs: []config.RefSpec{spec}, Depth: depth, Auth: r.creds.auth, Tags: git.NoTags})
-	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		if f, ok := failure.As(err); ok {
-			return nil, f
-		}
-		if r.ref == "" && egress.NetworkFailure(err) == "" {
-			// Git says "not our ref" in its own words only.
-			return nil, failure.New(ReasonArtifactNotFound, err, "%s: the server did not send commit %s asked for by its hash (it must be reachable, and the server must allow it: uploadpack.allowReachableSHA1InWant; or name the branch to fetch it from)", where, r.commit)
-		}
 		return nil, gitFailure(where+": fetching the commit", err)
 	}
-	commit, err := object.GetCommit(storage, plumbing.NewHash(r.commit))
-	if err != nil {
-		return nil, failure.New(ReasonArtifactNotFound, err, "%s: the commit is not in what the server sent (a commit not on %s?)", where, orAny(r.ref))
+	a := &artifact{files: make([]File, len(c.Files)), links: make([]link, len(c.Links))}
+	for i, file := range c.Files {
+		a.files[i] = File{Name: file.Name, Where: where + " file " + file.Name, Data: file.Data}
 	}
-	tree, err := commit.Tree()
-	if err != nil {
-		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: reading the commit's tree", where)
+	for i, l := range c.Links {
+		a.links[i] = link{name: l.Name, what: l.What}
 	}
-	return readGitTree(where, tree, int64(f.opts.MaxGitBytes))
-}
-
-func orAny(ref string) string {
-	if ref == "" {
-		return "any ref"
-	}
-	return ref
-}
-
-// readGitTree reads the regular files of tree, by path, within limit
-// bytes (--max-git-bytes: they are what the fetch stored, inflated) and
-// maxGitFiles files: the blob's size is checked before it is read.
-// Symbolic links and submodules are not read; their paths are kept
-// (artifact.links) so that a directory that holds one is refused
-// (checkLinks). The content cache keeps the whole commit; each
-// render gets the files selectGitFiles chooses for its path.
-func readGitTree(where string, tree *object.Tree, limit int64) (*artifact, error) {
-	a := &artifact{}
-	left := limit
-	walker := object.NewTreeWalker(tree, true, nil)
-	defer walker.Close()
-	for {
-		name, entry, err := walker.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: walking the tree", where)
-		}
-		switch entry.Mode {
-		case filemode.Dir:
-			continue
-		case filemode.Symlink:
-			a.links = append(a.links, link{name: name, what: "a symbolic link"})
-			continue
-		case filemode.Submodule:
-			a.links = append(a.links, link{name: name, what: "a submodule (gitlink)"})
-			continue
-		case filemode.Regular, filemode.Executable, filemode.Deprecated:
-		default:
-			continue
-		}
-		if len(a.files) == maxGitFiles {
-			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the commit holds more than %d files", where, maxGitFiles)
-		}
-		file, err := tree.TreeEntryFile(&entry)
-		if err != nil {
-			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: file %s", where, name)
-		}
-		if file.Size > left {
-			return nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of the commit are larger than the limit of %d bytes (--max-git-bytes): file %s is %d bytes, %d are left",
-				where, limit, name, file.Size, left)
-		}
-		// Read once into the bytes kept (Contents would copy it to a
-		// string first), no more than the blob's size.
-		data, err := readBlob(file)
-		if err != nil {
-			return nil, failure.New(ReasonArtifactUnsupported, err, "%s: file %s", where, name)
-		}
-		left -= int64(len(data))
-		a.files = append(a.files, File{Name: name, Where: where + " file " + name, Data: data})
-	}
-	slices.SortFunc(a.files, func(x, y File) int { return strings.Compare(x.Name, y.Name) })
 	return a, nil
 }
 
-// readBlob reads the content of file, at most the size its object claims.
-func readBlob(file *object.File) ([]byte, error) {
-	r, err := file.Reader()
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	data := make([]byte, 0, file.Size)
-	buf := bytes.NewBuffer(data)
-	if _, err := io.Copy(buf, io.LimitReader(r, file.Size)); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+// isFailure tells whether err holds a *failure.Error.
+func isFailure(err error) bool {
+	_, ok := failure.As(err)
+	return ok
 }
 
-// gitFailure is the failure of a request to a Git server.
+// gitFailure is the failure of a request to a Git server: a failure of
+// the address policy (or another *failure.Error) keeps its reason; the Git
+// client's own (*git.Error) and the server's (go-git's errors, a refused
+// host key) get theirs; the rest is SourceUnreachable.
 func gitFailure(what string, err error) error {
 	if f, ok := failure.As(err); ok {
 		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
 	}
-	if hk, ok := errors.AsType[*hostKeyError](err); ok {
+	var gerr *git.Error
+	if errors.As(err, &gerr) {
+		return failure.Quiet(gitReasons[gerr.Kind], err, "%s: %s", what, gerr.Message)
+	}
+	if hk, ok := errors.AsType[*git.HostKeyError](err); ok {
 		return failure.New(ReasonGitHostKeyRefused, err, "%s: %s", what, hk.Error())
 	}
 	switch {
-	case errors.Is(err, transport.ErrRepositoryNotFound):
+	case errors.Is(err, git.ErrRepositoryNotFound):
 		return failure.New(ReasonArtifactNotFound, err, "%s: the repository was not found", what)
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed), errors.Is(err, transport.ErrInvalidAuthMethod):
+	case errors.Is(err, git.ErrAuthenticationRequired), errors.Is(err, git.ErrAuthorizationFailed), errors.Is(err, git.ErrInvalidAuthMethod):
 		return failure.New(ReasonSourceUnauthorized, err, "%s: the server refused the credentials", what)
-	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+	case errors.Is(err, git.ErrEmptyRemoteRepository):
 		return failure.New(ReasonArtifactNotFound, err, "%s: the repository is empty", what)
 	}
 	if netFail := egress.NetworkFailure(err); netFail != "" {
 		return failure.New(ReasonSourceUnreachable, err, "%s: the server is unreachable (%s)", what, netFail)
 	}
 	return failure.New(ReasonSourceUnreachable, err, "%s: %v", what, err)
+}
+
+// gitReasons are the reasons of the Git client's own failures.
+var gitReasons = map[git.Kind]string{
+	git.KindTooManyRefs:       ReasonGitRefsTooMany,
+	git.KindTooLarge:          ReasonArtifactTooLarge,
+	git.KindKnownHostsInvalid: ReasonCredentialsInvalid,
+	git.KindRedirected:        ReasonSourceInvalid,
+	git.KindNotFound:          ReasonArtifactNotFound,
+	git.KindUnsupported:       ReasonArtifactUnsupported,
 }

@@ -318,38 +318,42 @@ func TestGitHostile(t *testing.T) {
 // known_hosts that lists another key for the host is refused before any
 // git-upload-pack runs; no known_hosts is refused before dialing.
 func TestGitSSH(t *testing.T) {
-	fx := newGitSSHFixture(t)
-	identity, err := ssh.MarshalPrivateKey(fx.clientKey, "")
+	root := t.TempDir()
+	g := startGitIn(t, root, gitserver.Options{})
+	commit := g.commit(t, "main", map[string]string{"app/deploy.yaml": "kind: Deployment"})
+	srv, creds := sshServer(t, gitserver.SSHOptions{Root: root})
+	_, otherKey, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
-	other := newTestSigner(t)
+	other, err := ssh.NewSignerFromKey(otherKey)
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name       string
 		knownHosts []byte
 		reason     string
 	}{
-		{"matching host key", fx.srv.KnownHosts(), ""},
-		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(fx.srv.Addr)}, other.PublicKey()) + "\n"), ReasonGitHostKeyRefused},
+		{"matching host key", srv.KnownHosts(), ""},
+		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(srv.Addr)}, other.PublicKey()) + "\n"), ReasonGitHostKeyRefused},
 		{"no known_hosts", nil, ReasonCredentialsInvalid},
 		{"known_hosts of another host", []byte(knownhosts.Line([]string{"git.example.com"}, other.PublicKey()) + "\n"), ReasonCredentialsInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := newFetcher(t)
-			sessions := fx.srv.Sessions()
-			data := map[string][]byte{"identity": pem.EncodeToMemory(identity)}
+			sessions := srv.Sessions()
+			data := map[string][]byte{"identity": creds.Data["identity"]}
 			if tc.knownHosts != nil {
 				data["known_hosts"] = tc.knownHosts
 			}
-			rel := gitRelease(convoyv1alpha1.GitRepositorySource{URL: fx.srv.RepoURL("web.git"), Ref: convoyv1alpha1.GitReference{Branch: "main"},
+			rel := gitRelease(convoyv1alpha1.GitRepositorySource{URL: srv.RepoURL("apps.git"), Ref: convoyv1alpha1.GitReference{Branch: "main"},
 				SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ssh"}})
 			inputs := inputsOf(secret("ssh", corev1.SecretTypeOpaque, data))
 			if tc.reason != "" {
 				fetchErr(t, f, rel, inputs, tc.reason)
-				assert.Equal(t, sessions, fx.srv.Sessions(), "no git-upload-pack ran")
+				assert.Equal(t, sessions, srv.Sessions(), "no git-upload-pack ran")
 				return
 			}
 			src, err := f.Fetch(context.Background(), rel, inputs)
 			require.NoError(t, err)
-			assert.Equal(t, fx.second, src.Resolved.Commit)
+			assert.Equal(t, commit, src.Resolved.Commit)
 			assert.NotEmpty(t, src.Files)
 		})
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/git"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
@@ -231,7 +232,7 @@ type Fetcher struct {
 	indexes     *agecache.Cache[string, *index]
 	confirmed   *agecache.Cache[string, bool]
 	// gitListings are Git ref listings by URL and credentials.
-	gitListings *agecache.Cache[string, gitRefs]
+	gitListings *agecache.Cache[string, git.Refs]
 	clients     *agecache.Cache[string, *client]
 	pullers     *agecache.Cache[string, *remote.Puller]
 	// flights share the requests in flight (shared); with the caches off,
@@ -255,9 +256,8 @@ func NewFetcher(opts Options) *Fetcher {
 		f.resolutions = agecache.New[string, string](entries, opts.ResolveMaxAge, opts.Clock, nil)
 		f.indexes = agecache.New[string, *index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*index).size)
 		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
-		f.gitListings = agecache.New[string, gitRefs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, gitRefs.size)
+		f.gitListings = agecache.New[string, git.Refs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, git.Refs.Size)
 	}
-	installGitTransports()
 	// Clients (their connections, and a registry's tokens) are kept per
 	// host and credentials whatever the cache.
 	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)

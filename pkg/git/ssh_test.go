@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
+	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -63,8 +63,8 @@ func loopbackDialer(policy egress.AddressPolicy, dialed *int) *net.Dialer {
 
 // installGitSSH installs this package's transports (once per process:
 // go-git's table of protocols is global); each call then carries its
-// connection settings in a gitAuth (sshAuth).
-func installGitSSH() { installGitTransports() }
+// connection settings in an Auth (sshAuth).
+func installGitSSH() { install() }
 
 // sshAuth is the gitAuth of auth (an SSHAuth, passed as it is otherwise)
 // with a dialer that allows loopback only.
@@ -78,7 +78,7 @@ func sshAuth(auth transport.AuthMethod) transport.AuthMethod {
 	default:
 		return auth
 	}
-	return &gitAuth{ssh: a, dialer: loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), timeout: gitSSHTestTimeout}
+	return &Auth{SSH: a, Dialer: loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), Timeout: gitSSHTestTimeout}
 }
 
 // gitRun runs git with args in dir, without the user's or the system's
@@ -153,8 +153,8 @@ func newTestSigner(t *testing.T) ssh.Signer {
 // listRefs lists the references of url through go-git's Remote.
 func listRefs(ctx context.Context, url string, auth transport.AuthMethod) (map[string]string, error) {
 	installGitSSH()
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: sshAuth(auth)})
+	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{url}})
+	refs, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: sshAuth(auth)})
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +188,9 @@ func TestGitSSHClonesShallow(t *testing.T) {
 	installGitSSH()
 	fx := newGitSSHFixture(t)
 	storage := memory.NewStorage()
-	repo, err := git.CloneContext(context.Background(), storage, nil, &git.CloneOptions{
+	repo, err := gogit.CloneContext(context.Background(), storage, nil, &gogit.CloneOptions{
 		URL: fx.srv.RepoURL("web.git"), Auth: sshAuth(&fx.auth), Depth: 1, SingleBranch: true,
-		ReferenceName: plumbing.NewBranchReferenceName("main"), Tags: git.NoTags,
+		ReferenceName: plumbing.NewBranchReferenceName("main"), Tags: gogit.NoTags,
 	})
 	require.NoError(t, err)
 	head, err := repo.Head()
@@ -339,7 +339,7 @@ func TestGitSSHRefusals(t *testing.T) {
 				policy.AllowLoopback = true
 			}
 			dialed := 0
-			tr := newGitSSHTransport(loopbackDialer(policy, &dialed), gitSSHTestTimeout, gitLimits{})
+			tr := newSSHTransport(loopbackDialer(policy, &dialed), gitSSHTestTimeout, Limits{})
 			ep, err := transport.NewEndpoint(tt.url)
 			require.NoError(t, err)
 			before := fx.srv.Sessions()
@@ -408,7 +408,7 @@ func TestGitSSHEmptyRepository(t *testing.T) {
 }
 
 func TestGitSSHReceivePackUnsupported(t *testing.T) {
-	tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second, gitLimits{})
+	tr := newSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second, Limits{})
 	ep, err := transport.NewEndpoint("ssh://git@127.0.0.1:22/web.git")
 	require.NoError(t, err)
 	_, err = tr.NewReceivePackSession(ep, SSHAuth{})
@@ -425,7 +425,7 @@ func TestGitShellQuote(t *testing.T) {
 		"":                `''`,
 		"/semi;colon.git": `'/semi;colon.git'`,
 	} {
-		assert.Equal(t, want, gitShellQuote(in), in)
+		assert.Equal(t, want, shellQuote(in), in)
 	}
 }
 
@@ -442,7 +442,7 @@ func TestSSHAuth(t *testing.T) {
 	require.NoError(t, err)
 	knownHosts := []byte(knownhosts.Line([]string{"git.example.com"}, pub) + "\n")
 
-	auth, err := newSSHAuth(identity, knownHosts)
+	auth, err := NewSSHAuth(identity, knownHosts)
 	require.NoError(t, err)
 	assert.Equal(t, pub.Marshal(), auth.Signer.PublicKey().Marshal())
 	auth.User = "deploy"
@@ -465,7 +465,7 @@ func TestSSHAuth(t *testing.T) {
 		"bad known_hosts": {identity, []byte("git.example.com ssh-ed25519 AAAA\n"), "known_hosts is not valid"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := newSSHAuth(tc.identity, tc.knownHosts)
+			_, err := NewSSHAuth(tc.identity, tc.knownHosts)
 			assert.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -491,7 +491,7 @@ func TestGitSSHSilentServer(t *testing.T) {
 	ep, err := transport.NewEndpoint("ssh://git@" + l.Addr().String() + "/web.git")
 	require.NoError(t, err)
 	session := func(timeout time.Duration) transport.UploadPackSession {
-		tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), timeout, gitLimits{})
+		tr := newSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), timeout, Limits{})
 		s, err := tr.NewUploadPackSession(ep, auth)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
@@ -515,7 +515,7 @@ func TestGitSSHSilentServer(t *testing.T) {
 // port (22 by default), an IPv6 address's brackets once.
 func TestGitSSHSessionAddress(t *testing.T) {
 	key := newTestSigner(t).PublicKey()
-	tr := newGitSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second, gitLimits{})
+	tr := newSSHTransport(loopbackDialer(egress.AddressPolicy{AllowLoopback: true}, nil), time.Second, Limits{})
 	for _, tc := range []struct{ url, knownHost, addr, user, command string }{
 		{"ssh://git@[::1]:2222/x.git", "[::1]:2222", "[::1]:2222", "git", "git-upload-pack '/x.git'"},
 		{"git@git.example.com:org/repo.git", "git.example.com", "git.example.com:22", "git", "git-upload-pack 'org/repo.git'"},
@@ -528,7 +528,7 @@ func TestGitSSHSessionAddress(t *testing.T) {
 			auth := SSHAuth{Signer: newTestSigner(t), KnownHosts: []byte(knownhosts.Line([]string{tc.knownHost}, key))}
 			s, err := tr.NewUploadPackSession(ep, auth)
 			require.NoError(t, err)
-			got := s.(*gitSSHSession)
+			got := s.(*sshSession)
 			assert.Equal(t, tc.addr, got.addr)
 			assert.Equal(t, tc.user, got.config.User)
 			assert.Equal(t, tc.command, got.command)

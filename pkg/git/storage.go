@@ -1,12 +1,10 @@
-package source
+package git
 
 import (
 	"io"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
-
-	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // countingStorage is the memory storage of one Git fetch, bounded in the
@@ -14,7 +12,7 @@ import (
 // its pack entry's header claims it, is refused before it is inflated
 // (go-git's parser writes whole objects through LazyWriter), and an object
 // made from a delta is counted when it is stored. A fetch that passes the
-// bound fails with ArtifactTooLarge and its storage is dropped.
+// bound fails with KindTooLarge and its storage is dropped.
 type countingStorage struct {
 	*memory.Storage
 	left, limit int64
@@ -27,7 +25,7 @@ func newCountingStorage(limit int64) *countingStorage {
 func (s *countingStorage) take(n int64) error {
 	s.left -= n
 	if s.left < 0 {
-		return failure.New(ReasonArtifactTooLarge, nil, "the objects of the commit are larger than the limit of %d bytes (--max-git-bytes)", s.limit)
+		return errorf(KindTooLarge, nil, "the objects of the commit are larger than the limit of %d bytes (--max-git-bytes)", s.limit)
 	}
 	return nil
 }
@@ -66,7 +64,7 @@ type lazyObject struct {
 
 func (w *lazyObject) Write(p []byte) (int, error) {
 	if int64(len(p)) > w.left {
-		return 0, failure.New(ReasonArtifactTooLarge, nil, "an object of the commit is larger than its header claims")
+		return 0, errorf(KindTooLarge, nil, "an object of the commit is larger than its header claims")
 	}
 	w.left -= int64(len(p))
 	return w.obj.Write(p)

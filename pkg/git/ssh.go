@@ -1,4 +1,4 @@
-package source
+package git
 
 import (
 	"bufio"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,10 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
-	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Git over SSH.
@@ -30,7 +27,7 @@ import (
 // go-git's own SSH transport (plumbing/transport/ssh) dials through
 // golang.org/x/net/proxy (ALL_PROXY), reads ~/.ssh/config and
 // ~/.ssh/known_hosts, falls back to the SSH agent, and takes no dialer: a
-// connection would escape the address policy. gitSSHTransport replaces it
+// connection would escape the address policy. sshTransport replaces it
 // for ssh:// URLs: every connection goes through the dialer of the address
 // policy, the host key is checked against the known_hosts of the source's
 // Secret alone, and nothing is read from the environment or the home
@@ -48,71 +45,23 @@ const (
 	sshAuthName = "convoy-ssh-public-key"
 )
 
-// SSHAuth is what an SSH Git source authenticates with: from a Secret's
-// keys identity (a PEM private key) and known_hosts (required). It is a
-// go-git transport.AuthMethod, given to Remote.ListContext or FetchContext
-// as their Auth; gitSSHTransport accepts no other. Its String and GoString
-// name the user and the key's fingerprint, never the key.
-type SSHAuth struct {
-	// User is the SSH user; empty: the URL's user, else "git".
-	User string
-	// Signer is the client's private key.
-	Signer ssh.Signer
-	// KnownHosts are the server's host keys in OpenSSH's known_hosts
-	// format; hosts on a port other than 22 are written "[host]:port".
-	KnownHosts []byte
-}
-
-// newSSHAuth returns the SSHAuth of a Secret's keys: identity, an
-// unencrypted private key in PEM (OpenSSH, PKCS#1, PKCS#8 or SEC 1), and
-// knownHosts. The errors do not quote the key.
-func newSSHAuth(identity, knownHosts []byte) (*SSHAuth, error) {
-	signer, err := ssh.ParsePrivateKey(identity)
-	var encrypted *ssh.PassphraseMissingError
-	switch {
-	case errors.As(err, &encrypted):
-		return nil, errors.New("the SSH identity is encrypted with a passphrase: give an unencrypted key")
-	case err != nil:
-		return nil, errors.New("the SSH identity is not a private key in PEM format")
-	}
-	if _, err := parseKnownHosts(knownHosts); err != nil {
-		return nil, err
-	}
-	return &SSHAuth{Signer: signer, KnownHosts: knownHosts}, nil
-}
-
-// Name is the name of the AuthMethod.
-func (a SSHAuth) Name() string { return sshAuthName }
-
-// String names the user and the fingerprint of the key, not the key.
-func (a SSHAuth) String() string {
-	fp := "none"
-	if a.Signer != nil {
-		fp = ssh.FingerprintSHA256(a.Signer.PublicKey())
-	}
-	return fmt.Sprintf("%s user=%q key=%s", sshAuthName, a.User, fp)
-}
-
-// GoString is String, so that %#v does not print the key either.
-func (a SSHAuth) GoString() string { return a.String() }
-
-// gitSSHTransport implements go-git's transport.Transport for ssh:// URLs:
+// sshTransport implements go-git's transport.Transport for ssh:// URLs:
 // git-upload-pack over an SSH connection that the address policy's dialer
 // makes, with the host key checked against SSHAuth's known_hosts.
-type gitSSHTransport struct {
+type sshTransport struct {
 	dialer  *net.Dialer
 	timeout time.Duration
-	limits  gitLimits
+	limits  Limits
 }
 
-// newGitSSHTransport returns the transport whose connections dialer makes
+// newSSHTransport returns the transport whose connections dialer makes
 // (the address policy's: its Control refuses what the policy refuses,
 // after DNS resolution, before a packet), whose SSH handshake, and wait
 // for the exit of a git-upload-pack that answered nothing, last at most
 // timeout, and whose sessions read limits.bytes at most and
 // advertisements of limits.refs refs at most (0: no limit).
-func newGitSSHTransport(dialer *net.Dialer, timeout time.Duration, limits gitLimits) transport.Transport {
-	return &gitSSHTransport{dialer: dialer, timeout: timeout, limits: limits}
+func newSSHTransport(dialer *net.Dialer, timeout time.Duration, limits Limits) transport.Transport {
+	return &sshTransport{dialer: dialer, timeout: timeout, limits: limits}
 }
 
 // NewUploadPackSession checks the endpoint and the auth, and returns a
@@ -120,7 +69,7 @@ func newGitSSHTransport(dialer *net.Dialer, timeout time.Duration, limits gitLim
 // UploadPack) with that call's context. It refuses an AuthMethod other
 // than SSHAuth, a known_hosts that is empty or has no key for the host,
 // and a proxy.
-func (t *gitSSHTransport) NewUploadPackSession(ep *transport.Endpoint, am transport.AuthMethod) (transport.UploadPackSession, error) {
+func (t *sshTransport) NewUploadPackSession(ep *transport.Endpoint, am transport.AuthMethod) (transport.UploadPackSession, error) {
 	var auth SSHAuth
 	switch a := am.(type) {
 	case SSHAuth:
@@ -161,9 +110,9 @@ func (t *gitSSHTransport) NewUploadPackSession(ep *transport.Endpoint, am transp
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	hostKeys, err := newHostKeyCheck(auth.KnownHosts, addr)
 	if err != nil {
-		// The Release's known_hosts does not name the host: its Secret is
-		// to correct, not the server.
-		return nil, failure.New(ReasonCredentialsInvalid, err, "secretRef key %s: %v", knownHostsKey, err)
+		// The known_hosts does not name the host: the credentials are to
+		// correct, not the server.
+		return nil, &Error{Kind: KindKnownHostsInvalid, Message: err.Error(), Err: err}
 	}
 	user := auth.User
 	if user == "" {
@@ -172,10 +121,10 @@ func (t *gitSSHTransport) NewUploadPackSession(ep *transport.Endpoint, am transp
 	if user == "" {
 		user = defaultSSHUser
 	}
-	s := &gitSSHSession{
+	s := &sshSession{
 		t:        t,
 		addr:     addr,
-		command:  transport.UploadPackServiceName + " " + gitShellQuote(ep.Path),
+		command:  transport.UploadPackServiceName + " " + shellQuote(ep.Path),
 		hostKeys: hostKeys,
 		key:      ssh.FingerprintSHA256(auth.Signer.PublicKey()),
 		stderr:   &boundedBuffer{max: maxSSHStderr},
@@ -191,16 +140,16 @@ func (t *gitSSHTransport) NewUploadPackSession(ep *transport.Endpoint, am transp
 }
 
 // NewReceivePackSession refuses: convoy-apiserver does not push.
-func (t *gitSSHTransport) NewReceivePackSession(*transport.Endpoint, transport.AuthMethod) (transport.ReceivePackSession, error) {
+func (t *sshTransport) NewReceivePackSession(*transport.Endpoint, transport.AuthMethod) (transport.ReceivePackSession, error) {
 	return nil, fmt.Errorf("git-receive-pack over SSH: %w", errors.ErrUnsupported)
 }
 
-// gitShellQuote quotes s for the remote shell as git does (quote.c's
+// shellQuote quotes s for the remote shell as git does (quote.c's
 // sq_quote_buf): in single quotes, where a single quote or an exclamation
 // mark closes the quote, comes escaped by a backslash, and opens it again:
 //
 //	/o'neil!.git -> '/o'\''neil'\!'.git'
-func gitShellQuote(s string) string {
+func shellQuote(s string) string {
 	var b strings.Builder
 	b.WriteByte('\'')
 	for _, r := range s {
@@ -216,171 +165,11 @@ func gitShellQuote(s string) string {
 	return b.String()
 }
 
-// hostKeyCheck checks a server's host key against known_hosts for one
-// host: algorithms are those of the keys known_hosts has for it, so that
-// the server cannot pick a key of another type.
-type hostKeyCheck struct {
-	addr       string
-	callback   ssh.HostKeyCallback
-	algorithms []string
-
-	mu       sync.Mutex
-	accepted bool
-	refused  error
-}
-
-// newHostKeyCheck returns the check of the server at addr, host:port as the
-// URL writes it, against knownHosts. It refuses an empty known_hosts, and
-// one that has no key for the host of a type this client can verify.
-func newHostKeyCheck(knownHosts []byte, addr string) (*hostKeyCheck, error) {
-	callback, err := parseKnownHosts(knownHosts)
-	if err != nil {
-		return nil, err
-	}
-	// The keys known_hosts has for addr: those the callback wants, when it
-	// refuses a key it cannot have (the way skeema/knownhosts asks it).
-	var want []knownhosts.KnownKey
-	var keyErr *knownhosts.KeyError
-	if err := callback(addr, &net.TCPAddr{IP: net.IPv4zero}, probeKey{}); errors.As(err, &keyErr) {
-		want = keyErr.Want
-	}
-	supported := ssh.SupportedAlgorithms().HostKeys
-	var algorithms []string
-	for _, k := range want {
-		for _, algo := range hostKeyAlgorithms(k.Key.Type()) {
-			if slices.Contains(supported, algo) && !slices.Contains(algorithms, algo) {
-				algorithms = append(algorithms, algo)
-			}
-		}
-	}
-	if len(algorithms) == 0 {
-		return nil, fmt.Errorf("known_hosts has no host key for %s (write it %q) of a type convoy-apiserver verifies: it trusts no host it does not list",
-			addr, knownhosts.Normalize(addr))
-	}
-	return &hostKeyCheck{addr: addr, callback: callback, algorithms: algorithms}, nil
-}
-
-// parseKnownHosts returns the host key callback of known_hosts, parsed by
-// golang.org/x/crypto/ssh/knownhosts. That package reads files only: the
-// bytes go through a temporary file, removed before it returns.
-func parseKnownHosts(knownHosts []byte) (ssh.HostKeyCallback, error) {
-	if len(bytes.TrimSpace(knownHosts)) == 0 {
-		return nil, errors.New("known_hosts is empty: an SSH Git source needs the server's host keys")
-	}
-	// Each line first, so that an error names its line and not the
-	// temporary file.
-	for i, line := range bytes.Split(knownHosts, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] == '#' {
-			continue
-		}
-		if _, _, _, _, _, err := ssh.ParseKnownHosts(line); err != nil {
-			return nil, fmt.Errorf("known_hosts is not valid: line %d: %w", i+1, err)
-		}
-	}
-	f, err := os.CreateTemp("", "convoy-known-hosts-*")
-	if err != nil {
-		return nil, fmt.Errorf("reading known_hosts: %w", err)
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(knownHosts)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading known_hosts: %w", err)
-	}
-	callback, err := knownhosts.New(f.Name())
-	if err != nil {
-		// The error names the temporary file, and the line.
-		return nil, fmt.Errorf("known_hosts is not valid: %w", err)
-	}
-	return callback, nil
-}
-
-// hostKeyAlgorithms are the signature algorithms of a host key of type
-// keyType: RSA keys sign with SHA-2 only (not SHA-1's ssh-rsa).
-func hostKeyAlgorithms(keyType string) []string {
-	switch keyType {
-	case ssh.KeyAlgoRSA:
-		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}
-	case ssh.CertAlgoRSAv01:
-		return []string{ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01}
-	default:
-		return []string{keyType}
-	}
-}
-
-// check is the HostKeyCallback: the key must be one known_hosts lists for
-// the host the URL names (hostname is that host:port, as given to
-// ssh.NewClientConn), whatever address it resolved to.
-func (h *hostKeyCheck) check(hostname string, remote net.Addr, key ssh.PublicKey) error {
-	err := h.callback(hostname, remote, key)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err == nil {
-		h.accepted = true
-		return nil
-	}
-	h.refused = &hostKeyError{host: hostname, key: key, err: err}
-	return h.refused
-}
-
-// outcome returns whether the host key was accepted, and the refusal when
-// it was not.
-func (h *hostKeyCheck) outcome() (bool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.accepted, h.refused
-}
-
-// hostKeyError is the refusal of a server's host key: a key known_hosts
-// does not list for the host (*knownhosts.KeyError: a mismatch, the server
-// may be impersonated), or one it revokes (*knownhosts.RevokedError).
-type hostKeyError struct {
-	host string
-	key  ssh.PublicKey
-	err  error
-}
-
-// Error says whose key was refused and why.
-func (e *hostKeyError) Error() string {
-	got := fmt.Sprintf("%s key %s", e.key.Type(), ssh.FingerprintSHA256(e.key))
-	var keyErr *knownhosts.KeyError
-	var revoked *knownhosts.RevokedError
-	switch {
-	case errors.As(e.err, &revoked):
-		return fmt.Sprintf("host key of %s refused: the server presented %s, which known_hosts revokes", e.host, got)
-	case errors.As(e.err, &keyErr) && len(keyErr.Want) > 0:
-		wants := make([]string, 0, len(keyErr.Want))
-		for _, k := range keyErr.Want {
-			wants = append(wants, ssh.FingerprintSHA256(k.Key))
-		}
-		return fmt.Sprintf("host key mismatch for %s: the server presented %s, but known_hosts lists %s for it: the server may be impersonated, or known_hosts is out of date",
-			e.host, got, strings.Join(wants, ", "))
-	case errors.As(e.err, &keyErr):
-		return fmt.Sprintf("host key of %s refused: known_hosts has no key for it (the server presented %s)", e.host, got)
-	default:
-		return fmt.Sprintf("host key of %s refused: %v", e.host, e.err)
-	}
-}
-
-// Unwrap returns knownhosts' error.
-func (e *hostKeyError) Unwrap() error { return e.err }
-
-// probeKey is a public key no known_hosts line holds: the callback refuses
-// it with the keys it wants for a host.
-type probeKey struct{}
-
-func (probeKey) Type() string                                 { return "convoy-probe" }
-func (probeKey) Marshal() []byte                              { return []byte("convoy-probe") }
-func (probeKey) Verify(data []byte, sig *ssh.Signature) error { return errors.New("a probe") }
-
-// gitSSHSession is one git-upload-pack over one SSH connection. go-git
+// sshSession is one git-upload-pack over one SSH connection. go-git
 // calls it from one goroutine; only the end of a context closes the
 // connection from another.
-type gitSSHSession struct {
-	t        *gitSSHTransport
+type sshSession struct {
+	t        *sshTransport
 	addr     string
 	command  string
 	config   *ssh.ClientConfig
@@ -412,7 +201,7 @@ type gitSSHSession struct {
 
 // connect dials addr through the policy's dialer, runs the SSH handshake
 // within the transport's timeout and starts git-upload-pack.
-func (s *gitSSHSession) connect(ctx context.Context) error {
+func (s *sshSession) connect(ctx context.Context) error {
 	if !s.connecting {
 		s.connecting = true
 		s.connErr = s.dial(ctx)
@@ -421,7 +210,7 @@ func (s *gitSSHSession) connect(ctx context.Context) error {
 }
 
 // dial is connect's first and only attempt.
-func (s *gitSSHSession) dial(ctx context.Context) error {
+func (s *sshSession) dial(ctx context.Context) error {
 	conn, err := s.t.dialer.DialContext(ctx, "tcp", s.addr)
 	if err != nil {
 		// A refusal of the address policy is a *failure.Error in err's
@@ -452,7 +241,7 @@ func (s *gitSSHSession) dial(ctx context.Context) error {
 		return s.connError(ctx, "opening an SSH session on", err)
 	}
 	what := fmt.Sprintf("the answer of %s on %s", transport.UploadPackServiceName, s.addr)
-	s.stdout = bufio.NewReader(&ctxReader{s: s, r: gitBytesLimited(stdout, what, s.t.limits.bytes)})
+	s.stdout = bufio.NewReader(&ctxReader{s: s, r: bytesLimited(stdout, what, s.t.limits.Bytes)})
 	if err := s.session.Start(s.command); err != nil {
 		return s.connError(ctx, "running "+transport.UploadPackServiceName+" on", err)
 	}
@@ -467,7 +256,7 @@ func (s *gitSSHSession) dial(ctx context.Context) error {
 // lists, a refused authentication (once the host key was
 // accepted, the handshake fails on anything but the network for that), or
 // the network.
-func (s *gitSSHSession) handshakeError(ctx context.Context, err error) error {
+func (s *sshSession) handshakeError(ctx context.Context, err error) error {
 	accepted, refused := s.hostKeys.outcome()
 	var netErr net.Error
 	var negotiation *ssh.AlgorithmNegotiationError
@@ -490,7 +279,7 @@ func (s *gitSSHSession) handshakeError(ctx context.Context, err error) error {
 }
 
 // connError is the error of a step after the handshake.
-func (s *gitSSHSession) connError(ctx context.Context, what string, err error) error {
+func (s *sshSession) connError(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	}
@@ -499,7 +288,7 @@ func (s *gitSSHSession) connError(ctx context.Context, what string, err error) e
 
 // closeWhenDone closes the connection when ctx ends; the returned function
 // stops that, and Close stops them all.
-func (s *gitSSHSession) closeWhenDone(ctx context.Context) func() bool {
+func (s *sshSession) closeWhenDone(ctx context.Context) func() bool {
 	stop := context.AfterFunc(ctx, s.closeConn)
 	s.mu.Lock()
 	s.stops = append(s.stops, stop)
@@ -509,14 +298,14 @@ func (s *gitSSHSession) closeWhenDone(ctx context.Context) func() bool {
 
 // closeConn closes the SSH connection, which ends every read and write of
 // the session.
-func (s *gitSSHSession) closeConn() {
+func (s *sshSession) closeConn() {
 	if s.conn != nil {
 		_ = s.conn.Close()
 	}
 }
 
 // AdvertisedReferences is AdvertisedReferencesContext without a context.
-func (s *gitSSHSession) AdvertisedReferences() (*packp.AdvRefs, error) {
+func (s *sshSession) AdvertisedReferences() (*packp.AdvRefs, error) {
 	return s.AdvertisedReferencesContext(context.Background())
 }
 
@@ -524,7 +313,7 @@ func (s *gitSSHSession) AdvertisedReferences() (*packp.AdvRefs, error) {
 // references git-upload-pack advertises; an error is ErrRepositoryNotFound
 // when the server says the repository does not exist,
 // ErrEmptyRemoteRepository when it has no reference.
-func (s *gitSSHSession) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
+func (s *sshSession) AdvertisedReferencesContext(ctx context.Context) (*packp.AdvRefs, error) {
 	if s.advRefs != nil {
 		return s.advRefs, nil
 	}
@@ -535,7 +324,7 @@ func (s *gitSSHSession) AdvertisedReferencesContext(ctx context.Context) (*packp
 	defer stop()
 	s.ctx = ctx
 	ar := packp.NewAdvRefs()
-	if err := ar.Decode(gitRefsCounted(s.stdout, s.addr, s.t.limits.refs, 0)); err != nil {
+	if err := ar.Decode(refsCounted(s.stdout, s.addr, s.t.limits.Refs, 0)); err != nil {
 		return nil, s.advRefsError(ctx, err)
 	}
 	if ar.IsEmpty() {
@@ -547,7 +336,7 @@ func (s *gitSSHSession) AdvertisedReferencesContext(ctx context.Context) (*packp
 }
 
 // advRefsError is the error of an advertisement that could not be read.
-func (s *gitSSHSession) advRefsError(ctx context.Context, err error) error {
+func (s *sshSession) advRefsError(ctx context.Context, err error) error {
 	var errLine *pktline.ErrorLine
 	var unexpected *packp.ErrUnexpectedData
 	switch {
@@ -580,7 +369,7 @@ func (s *gitSSHSession) advRefsError(ctx context.Context, err error) error {
 // UploadPack sends the request and returns the response, whose packfile is
 // read from the connection; closing the response closes the session. The
 // end of ctx closes the connection, until the session is closed.
-func (s *gitSSHSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+func (s *sshSession) UploadPack(ctx context.Context, req *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
 	if req.IsEmpty() {
 		// The wants are all haves: nothing to fetch.
 		if err := s.finish(); err != nil {
@@ -618,7 +407,7 @@ func (s *gitSSHSession) UploadPack(ctx context.Context, req *packp.UploadPackReq
 
 // sendRequest writes the wants (and shallows, depth, filter), the haves and
 // "done", then closes the input: git-upload-pack answers the whole.
-func (s *gitSSHSession) sendRequest(req *packp.UploadPackRequest) error {
+func (s *sshSession) sendRequest(req *packp.UploadPackRequest) error {
 	if err := req.UploadRequest.Encode(s.stdin); err != nil {
 		return fmt.Errorf("sending the wants: %w", err)
 	}
@@ -633,7 +422,7 @@ func (s *gitSSHSession) sendRequest(req *packp.UploadPackRequest) error {
 
 // finish ends a session that read the advertisement and fetches nothing:
 // a flush-pkt tells git-upload-pack to exit.
-func (s *gitSSHSession) finish() error {
+func (s *sshSession) finish() error {
 	if s.finished || s.packRun || s.stdin == nil {
 		s.finished = true
 		return nil
@@ -648,7 +437,7 @@ func (s *gitSSHSession) finish() error {
 // Close ends git-upload-pack if it was not asked for a pack, waits a
 // little for its exit, and closes the connection. It may be called more
 // than once (go-git closes both the response and the session).
-func (s *gitSSHSession) Close() error {
+func (s *sshSession) Close() error {
 	s.closeOnce.Do(func() {
 		if !s.connecting {
 			// Closed before its first call: it never connects.
@@ -679,7 +468,7 @@ func (s *gitSSHSession) Close() error {
 
 // waitExit waits, at most the transport's timeout, for git-upload-pack to
 // exit, and returns its status as words and its standard error.
-func (s *gitSSHSession) waitExit(ctx context.Context) (string, string) {
+func (s *sshSession) waitExit(ctx context.Context) (string, string) {
 	var timeout <-chan time.Time
 	if s.t.timeout > 0 {
 		timer := time.NewTimer(s.t.timeout)
@@ -715,7 +504,7 @@ func colonText(text string) string {
 // ctxReader reads the session's output; a read that fails after the end of
 // the current call's context fails with that end.
 type ctxReader struct {
-	s *gitSSHSession
+	s *sshSession
 	r io.Reader
 }
 
@@ -731,7 +520,7 @@ func (r *ctxReader) Read(p []byte) (int, error) {
 // session.
 type sessionReadCloser struct {
 	io.Reader
-	s *gitSSHSession
+	s *sshSession
 }
 
 func (r sessionReadCloser) Close() error { return r.s.Close() }
