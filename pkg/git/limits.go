@@ -3,6 +3,8 @@ package git
 import (
 	"io"
 	"strconv"
+
+	"github.com/kumodo/convoy-apiserver/pkg/bounded"
 )
 
 // Limits bound what one Git server's answer holds: its bytes (an SSH
@@ -23,34 +25,9 @@ func bytesLimited(r io.Reader, what string, limit int64) io.Reader {
 	if limit <= 0 {
 		return r
 	}
-	return &limitedReader{r: r, left: limit, what: what, limit: limit}
-}
-
-// limitedReader fails a read past left bytes, and every read after.
-type limitedReader struct {
-	r     io.Reader
-	left  int64
-	what  string
-	limit int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		return 0, l.tooLarge()
-	}
-	if int64(len(p)) > l.left+1 {
-		p = p[:l.left+1]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	if l.left < 0 {
-		return n, l.tooLarge()
-	}
-	return n, err
-}
-
-func (l *limitedReader) tooLarge() *Error {
-	return errorf(KindTooLarge, nil, "%s is larger than the limit of %d bytes (--max-git-bytes)", l.what, l.limit)
+	return bounded.NewReader(r, limit, func() error {
+		return errorf(KindTooLarge, nil, "%s is larger than the limit of %d bytes (--max-git-bytes)", what, limit)
+	})
 }
 
 // refCounter passes a Git reference advertisement through, counting its

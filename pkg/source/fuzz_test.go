@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -87,51 +85,6 @@ func FuzzIndex(f *testing.F) {
 		for _, v := range meeting {
 			require.False(t, v.GreaterThan(picked), "picked %s, but %s meets %q too", entry.Version, v.Original(), want)
 		}
-	})
-}
-
-// FuzzUnbundle: any bytes as a bundle of manifests give sorted manifest
-// files within the limit, or a reasoned error; never a panic. The chart's
-// check of an archive (checkChart) takes the same bytes.
-func FuzzUnbundle(f *testing.F) {
-	for _, files := range []map[string]string{
-		{"a.yaml": "kind: ConfigMap", "b/c.json": "{}", "README.md": "x"},
-		{"x.txt": "no manifest"},
-	} {
-		data, err := ociregistry.TarGz(files)
-		require.NoError(f, err)
-		f.Add(data)
-	}
-	f.Add([]byte("not gzip"))
-	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
-	// Sparse files: archive/tar would give their holes as NUL bytes it
-	// never reads, a terabyte of them from a few hundred bytes.
-	for _, format := range ociregistry.SparseFormats {
-		for _, size := range []int64{512, 1 << 40} {
-			data, err := ociregistry.SparseTarGz(format, "a.yaml", size)
-			require.NoError(f, err)
-			f.Add(data)
-		}
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		const limit = 1 << 16
-		files, _, err := unbundle("OCI example/bundle:1", data, limit)
-		if cerr := checkChart("OCI example/chart:1", data, limit); cerr != nil {
-			requireReasoned(t, cerr)
-		}
-		if err != nil {
-			requireReasoned(t, err)
-			return
-		}
-		total := 0
-		for i, file := range files {
-			require.False(t, path.IsAbs(file.Name) || strings.HasPrefix(file.Name, "../"), file.Name)
-			if i > 0 {
-				require.LessOrEqual(t, files[i-1].Name, file.Name)
-			}
-			total += len(file.Data)
-		}
-		require.LessOrEqual(t, total, limit)
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
+	"github.com/kumodo/convoy-apiserver/pkg/archive"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
@@ -244,7 +245,7 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 }
 
 // selectGitFiles chooses the files of a commit a render gets, within
-// limit bytes and maxBundleFiles files: every file under dir (more is
+// limit bytes and archive.MaxBundleFiles files: every file under dir (more is
 // ArtifactTooLarge), then the others, in path order, while they fit (a
 // kustomization may name a base anywhere in the repository); those that do
 // not fit are omitted, by name, so that a render that needs one says so.
@@ -258,8 +259,8 @@ func selectGitFiles(where string, files []File, dir string, limit int64) ([]File
 		if !under(file.Name) {
 			continue
 		}
-		if len(out) == maxBundleFiles {
-			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: path %s holds more than %d files", where, dir, maxBundleFiles)
+		if len(out) == archive.MaxBundleFiles {
+			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: path %s holds more than %d files", where, dir, archive.MaxBundleFiles)
 		}
 		if int64(len(file.Data)) > left {
 			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of path %s are larger than the limit of %d bytes (--max-artifact-bytes): file %s is %d bytes, %d are left",
@@ -273,7 +274,7 @@ func selectGitFiles(where string, files []File, dir string, limit int64) ([]File
 		if under(file.Name) {
 			continue
 		}
-		if len(out) == maxBundleFiles || int64(len(file.Data)) > left {
+		if len(out) == archive.MaxBundleFiles || int64(len(file.Data)) > left {
 			omitted = append(omitted, file.Name)
 			continue
 		}

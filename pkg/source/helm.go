@@ -19,6 +19,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
+	"github.com/kumodo/convoy-apiserver/pkg/bounded"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -227,7 +228,7 @@ func (f *Fetcher) request(ctx context.Context, r *helmResolution, method, u stri
 	if resp.ContentLength > limit {
 		return nil, tooLargeErr()
 	}
-	data, err := readAll(resp.Body, limit, tooLargeErr)
+	data, err := bounded.ReadAll(resp.Body, limit, tooLargeErr)
 	if f, ok := failure.As(err); ok {
 		return nil, f
 	}

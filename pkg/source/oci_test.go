@@ -104,8 +104,8 @@ func TestOCIBundleOfManifests(t *testing.T) {
 		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, ReasonSourceInvalid)
 
 	// A bundle's link under the path is refused; one elsewhere is listed.
-	layer := tarGz(t, entry{name: "web/deploy.yaml", data: "kind: Deployment"}, entry{name: "web/passwd.yaml", symlink: "/etc/passwd"},
-		entry{name: "api/deploy.yaml", data: "kind: Deployment"})
+	layer := tarGz(t, entry{Name: "web/deploy.yaml", Data: "kind: Deployment"}, entry{Name: "web/passwd.yaml", Symlink: "/etc/passwd"},
+		entry{Name: "api/deploy.yaml", Data: "kind: Deployment"})
 	_, err = reg.PushBundleLayer(ctx, "manifests/linked", "v1", layer)
 	require.NoError(t, err)
 	ca := &convoyv1alpha1.LocalObjectReference{Name: "ca"}

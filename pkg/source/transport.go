@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kumodo/convoy-apiserver/pkg/bounded"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -86,7 +87,7 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, tooLarge("the manifest", resp.ContentLength, g.maxManifest)
 	}
-	resp.Body = &limitedBody{ReadCloser: resp.Body, left: g.maxManifest, what: "the manifest", limit: g.maxManifest}
+	resp.Body = limitedBody(resp.Body, "the manifest", g.maxManifest)
 	return resp, nil
 }
 
@@ -102,60 +103,22 @@ func isLoopback(host string) bool {
 // tooLarge is the ArtifactTooLarge failure of what, size bytes (-1:
 // unknown) against limit, --max-artifact-bytes.
 func tooLarge(what string, size, limit int64) *failure.Error {
-	return tooLargeFor(what, size, limit, "--max-artifact-bytes")
-}
-
-// tooLargeFor is tooLarge against the limit of flag.
-func tooLargeFor(what string, size, limit int64, flag string) *failure.Error {
 	if size < 0 {
-		return failure.New(ReasonArtifactTooLarge, nil, "%s is larger than the limit of %d bytes (%s)", what, limit, flag)
+		return failure.New(ReasonArtifactTooLarge, nil, "%s is larger than the limit of %d bytes (--max-artifact-bytes)", what, limit)
 	}
-	return failure.New(ReasonArtifactTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes (%s)", what, size, limit, flag)
+	return failure.New(ReasonArtifactTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes (--max-artifact-bytes)", what, size, limit)
 }
 
-// limitedBody fails a read past left bytes with ArtifactTooLarge.
-type limitedBody struct {
-	io.ReadCloser
-	left  int64
-	what  string
-	limit int64
-	// flag names the limit; "": --max-artifact-bytes.
-	flag string
+// limitedBody is resp's body, failing a read past limit bytes with
+// ArtifactTooLarge about what.
+func limitedBody(body io.ReadCloser, what string, limit int64) io.ReadCloser {
+	return readCloser{Reader: bounded.NewReader(body, limit, func() error { return tooLarge(what, -1, limit) }), Closer: body}
 }
 
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, b.tooLarge()
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, b.tooLarge()
-	}
-	return n, err
-}
-
-func (b *limitedBody) tooLarge() *failure.Error {
-	if b.flag == "" {
-		return tooLarge(b.what, -1, b.limit)
-	}
-	return tooLargeFor(b.what, -1, b.limit, b.flag)
-}
-
-// readAll reads r to its end, failing past limit bytes with the error
-// tooLargeErr gives.
-func readAll(r io.Reader, limit int64, tooLargeErr func() error) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, tooLargeErr()
-	}
-	return data, nil
+// readCloser is a Reader with the Closer of what it reads.
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 // errNotOK is a non-2xx answer of a repository.
