@@ -21,7 +21,7 @@ targets=(
   ./pkg/render:FuzzManifests ./pkg/render:FuzzMutations ./pkg/render:FuzzStoreDecode
   ./pkg/cluster:FuzzKubeconfig ./pkg/egress:FuzzAddressPolicy ./pkg/compare:FuzzDiff
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
-  ./pkg/source:FuzzIndex ./pkg/archive:FuzzUnbundle ./pkg/source:FuzzDockerConfig ./pkg/source:FuzzRefCounter
+  ./pkg/helmrepo:FuzzIndex ./pkg/archive:FuzzUnbundle ./pkg/oci:FuzzDockerConfig ./pkg/git:FuzzRefCounter
   ./pkg/health:FuzzDefaultRules ./cmd/kubectl-convoy/cmd:FuzzReadObjects
   ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile
 )

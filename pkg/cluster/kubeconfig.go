@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 )
 
 // RESTConfigFromKubeconfig parses a kubeconfig that an untrusted user wrote
@@ -181,7 +182,7 @@ func checkServer(server string) error {
 	if u.Host == "" {
 		return fmt.Errorf("server %q has no host", u.Redacted())
 	}
-	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+	if u.Scheme == "http" && !egress.IsLoopbackHost(u.Hostname()) {
 		return fmt.Errorf("server %q is plain http: a Cluster's API server is reached over https (plain http only to a loopback address, for local development)", u.Redacted())
 	}
 	if u.User != nil {
@@ -233,14 +234,4 @@ func restConfig(c *clientcmdapi.Cluster, a *clientcmdapi.AuthInfo) *rest.Config 
 			KeyData:    a.ClientKeyData,
 		},
 	}
-}
-
-// isLoopbackHost reports whether host (a URL's, without brackets) is
-// localhost or a loopback address.
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }

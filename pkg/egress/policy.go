@@ -275,3 +275,14 @@ func (p AddressPolicy) refusalOf(ip netip.Addr) (string, netip.Prefix) {
 func (p AddressPolicy) Dialer(timeout time.Duration) *net.Dialer {
 	return &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: p.Control}
 }
+
+// IsLoopbackHost reports whether host (a URL's, without brackets) is
+// localhost or a loopback address: where plain http is allowed for local
+// development. The dialer still checks the address it resolves to.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}

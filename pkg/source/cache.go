@@ -3,14 +3,13 @@ package source
 import (
 	"context"
 	"errors"
-	"hash"
-	"io"
 	"strconv"
 
 	"golang.org/x/sync/singleflight"
 
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
 
@@ -105,14 +104,14 @@ func (f *Fetcher) putResolution(key, digest string) {
 
 // getIndex is the index of a Helm repository fetched with key (URL,
 // credentials), within ResolveMaxAge.
-func (f *Fetcher) getIndex(key string) (*index, bool) {
+func (f *Fetcher) getIndex(key string) (*helmrepo.Index, bool) {
 	if f.indexes == nil {
 		return nil, false
 	}
 	return f.indexes.Get(key)
 }
 
-func (f *Fetcher) putIndex(key string, idx *index) {
+func (f *Fetcher) putIndex(key string, idx *helmrepo.Index) {
 	if f.indexes != nil {
 		f.indexes.Put(key, idx)
 	}
@@ -157,9 +156,4 @@ func (f *Fetcher) confirm(key string) {
 	if f.confirmed != nil {
 		f.confirmed.Put(key, true)
 	}
-}
-
-// teeLimit reads at most n bytes of r, writing them to h too.
-func teeLimit(r io.Reader, h hash.Hash, n int64) io.Reader {
-	return io.TeeReader(io.LimitReader(r, n), h)
 }

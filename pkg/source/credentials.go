@@ -8,8 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -18,6 +16,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/oci"
 )
 
 // Keys of the Secrets of secretRef (Helm repository) and certSecretRef.
@@ -121,7 +120,7 @@ func registryCredentials(ctx context.Context, inputs Inputs, namespace string, s
 		if s.Type != corev1.SecretTypeDockerConfigJson {
 			return nil, failure.New(ReasonCredentialsInvalid, nil, "%s is of type %q, not %s", where, s.Type, corev1.SecretTypeDockerConfigJson)
 		}
-		entry, err := dockerConfigEntry(s.Data[corev1.DockerConfigJsonKey], repo)
+		entry, err := oci.DockerConfigEntry(s.Data[corev1.DockerConfigJsonKey], repo)
 		if err != nil {
 			return nil, failure.New(ReasonCredentialsInvalid, err, "%s", where)
 		}
@@ -173,48 +172,4 @@ func credentialKey(material []byte, tlsKey string) string {
 	}
 	sum := sha256.Sum256(append(append(material, 0), tlsKey...))
 	return hex.EncodeToString(sum[:16])
-}
-
-// dockerConfigEntry returns the raw entry of a .dockerconfigjson for the
-// registry of repo: a key equal to its host (with or without a scheme and a
-// /v1/ or /v2/ path), or a key with a path that the repository's starts
-// with, the longest first; nil when none matches (anonymous).
-func dockerConfigEntry(data []byte, repo name.Repository) (json.RawMessage, error) {
-	var cfg struct {
-		Auths map[string]json.RawMessage `json:"auths"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("key %s is not a docker config", corev1.DockerConfigJsonKey)
-	}
-	host := repo.RegistryStr()
-	var best json.RawMessage
-	bestLen := -1
-	for k, v := range cfg.Auths {
-		raw := k
-		if !strings.Contains(raw, "://") {
-			raw = "https://" + raw
-		}
-		u, err := url.Parse(raw)
-		if err != nil {
-			continue
-		}
-		keyHost := strings.ToLower(u.Host)
-		if keyHost == "docker.io" || keyHost == "registry-1.docker.io" {
-			keyHost = name.DefaultRegistry
-		}
-		if keyHost != strings.ToLower(host) {
-			continue
-		}
-		path := strings.Trim(u.Path, "/")
-		if path == "v1" || path == "v2" {
-			path = ""
-		}
-		if path != "" && !strings.HasPrefix(repo.RepositoryStr()+"/", path+"/") {
-			continue
-		}
-		if len(path) > bestLen {
-			best, bestLen = v, len(path)
-		}
-	}
-	return best, nil
 }

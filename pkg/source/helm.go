@@ -9,70 +9,15 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
-	"unsafe"
-
-	"github.com/Masterminds/semver/v3"
-	"go.yaml.in/yaml/v3"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/bounded"
-	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 )
-
-// MaxChartVersions bounds the versions of one chart in an index: an index
-// that lists more of the chart a Release asks for is refused
-// (IndexTooLarge), never cut, which could pick another version than the
-// constraint's.
-const MaxChartVersions = 10_000
-
-// index is what a Fetcher keeps of a Helm repository's index.yaml.
-type index struct {
-	// bytes is what the parsed index takes in memory (indexSize), what the
-	// cache counts it at.
-	bytes   int
-	entries map[string][]indexEntry
-}
-
-func (i *index) size() int { return i.bytes }
-
-// indexSize estimates the memory the entries take: their strings and the
-// headers of the strings, slices and map buckets that hold them. A short
-// entry takes more parsed than in YAML, so the raw size would undercount it.
-func indexSize(entries map[string][]indexEntry) int {
-	const (
-		stringHeader = int(unsafe.Sizeof(""))
-		mapEntry     = 64 // a key, a slice header and the bucket's share
-	)
-	n := 0
-	for chart, versions := range entries {
-		n += mapEntry + len(chart) + cap(versions)*int(unsafe.Sizeof(indexEntry{}))
-		for _, e := range versions {
-			n += len(e.Version) + len(e.Digest) + cap(e.URLs)*stringHeader
-			if e.semver != nil {
-				n += int(unsafe.Sizeof(semver.Version{})) + len(e.semver.Original())
-			}
-			for _, u := range e.URLs {
-				n += len(u)
-			}
-		}
-	}
-	return n
-}
-
-// indexEntry is one version of a chart in an index.
-type indexEntry struct {
-	Version string   `yaml:"version"`
-	URLs    []string `yaml:"urls"`
-	Digest  string   `yaml:"digest"`
-	// semver is Version parsed, nil when it is not a semantic version:
-	// parsed once with the index, not at every pick.
-	semver *semver.Version `yaml:"-"`
-}
 
 // helmResolution is a Helm repository source resolved to a chart version.
 type helmResolution struct {
@@ -110,9 +55,9 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 			if err != nil {
 				return nil, err
 			}
-			idx, err := parseIndex(src.URL, data)
+			idx, err := helmrepo.Parse(src.URL, data)
 			if err != nil {
-				return nil, err
+				return nil, indexFailure(err)
 			}
 			f.putIndex(key, idx)
 			return idx, nil
@@ -120,11 +65,11 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 		if err != nil {
 			return nil, err
 		}
-		idx = v.(*index)
+		idx = v.(*helmrepo.Index)
 	}
-	entry, err := pickVersion(src, idx.entries[src.Chart])
+	entry, err := helmrepo.Pick(src.URL, src.Chart, src.Version, idx.Versions(src.Chart))
 	if err != nil {
-		return nil, err
+		return nil, indexFailure(err)
 	}
 	digest := strings.TrimPrefix(entry.Digest, "sha256:")
 	if _, err := hex.DecodeString(digest); err != nil || len(digest) != 64 {
@@ -238,103 +183,33 @@ func (f *Fetcher) request(ctx context.Context, r *helmResolution, method, u stri
 	return data, nil
 }
 
-// repositoryFailure classifies an error of a repository request.
+// repositoryFailure classifies an error of a repository request: a
+// refused address keeps its reason; an answer by its status
+// (answerFailure).
 func repositoryFailure(what string, err error) error {
 	if f, ok := failure.As(err); ok {
 		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
 	}
-	var notOK *errNotOK
-	if errors.As(err, &notOK) {
-		switch code := notOK.status; {
-		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			return failure.New(ReasonSourceUnauthorized, err, "%s: the repository refused the credentials", what)
-		case code == http.StatusNotFound:
-			return failure.New(ReasonArtifactNotFound, err, "%s: not found", what)
-		}
-		return failure.New(ReasonSourceUnreachable, err, "%s: the repository failed", what)
+	status := 0
+	if notOK, ok := errors.AsType[*errNotOK](err); ok {
+		status = notOK.status
 	}
-	if netFail := egress.NetworkFailure(err); netFail != "" {
-		return failure.New(ReasonSourceUnreachable, err, "%s: the repository is unreachable (%s)", what, netFail)
-	}
-	return failure.New(ReasonSourceUnreachable, err, "%s", what)
+	return answerFailure(what, "repository", status, err)
 }
 
-// parseIndex parses index.yaml (YAML or JSON).
-func parseIndex(repo string, data []byte) (*index, error) {
-	// Decoded straight into the fields it keeps (yaml.v3, which reads JSON
-	// too), not through JSON as sigs.k8s.io/yaml does: BenchmarkIndex.
-	var file struct {
-		APIVersion string                  `yaml:"apiVersion"`
-		Entries    map[string][]indexEntry `yaml:"entries"`
-	}
-	if err := yaml.Unmarshal(data, &file); err != nil {
-		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: index.yaml is not a Helm repository index", repo)
-	}
-	if file.APIVersion == "" && file.Entries == nil {
-		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: index.yaml has neither apiVersion nor entries: not a Helm repository index", repo)
-	}
-	for _, versions := range file.Entries {
-		sortVersions(versions)
-	}
-	return &index{bytes: indexSize(file.Entries), entries: file.Entries}, nil
+// indexReasons are the reasons of the refusals of an index.
+var indexReasons = map[helmrepo.Kind]string{
+	helmrepo.KindUnsupported: ReasonArtifactUnsupported,
+	helmrepo.KindNotFound:    ReasonArtifactNotFound,
+	helmrepo.KindTooLarge:    ReasonIndexTooLarge,
+	helmrepo.KindInvalid:     ReasonSourceInvalid,
 }
 
-// pickVersion chooses the entry of src.Version among entries: the entry of
-// that exact version, else the highest version that meets it as a semver
-// constraint (empty: the highest that is not a prerelease).
-func pickVersion(src *convoyv1alpha1.HelmRepositorySource, entries []indexEntry) (*indexEntry, error) {
-	if len(entries) == 0 {
-		return nil, failure.New(ReasonArtifactNotFound, nil, "%s: the index has no chart %s", src.URL, src.Chart)
+// indexFailure is err, a *helmrepo.Error, as a *failure.Error of its
+// reason.
+func indexFailure(err error) error {
+	if e, ok := errors.AsType[*helmrepo.Error](err); ok {
+		return failure.Quiet(indexReasons[e.Kind], e, "%s", e.Message)
 	}
-	if len(entries) > MaxChartVersions {
-		return nil, failure.New(ReasonIndexTooLarge, nil, "%s: the index lists %d versions of chart %s, more than %d: refused, not cut, which could pick another version",
-			src.URL, len(entries), src.Chart, MaxChartVersions)
-	}
-	for i := range entries {
-		if src.Version != "" && entries[i].Version == src.Version {
-			return &entries[i], nil
-		}
-	}
-	want := src.Version
-	if want == "" {
-		want = "*"
-	}
-	c, err := semver.NewConstraint(want)
-	if err != nil {
-		return nil, failure.New(ReasonSourceInvalid, err, "%s: version %q of chart %s is neither a version of the index nor a constraint", src.URL, src.Version, src.Chart)
-	}
-	// The entries are sorted highest first (sortVersions): the first that
-	// meets the constraint is the highest that does.
-	for i := range entries {
-		if v := entries[i].semver; v != nil && c.Check(v) {
-			return &entries[i], nil
-		}
-	}
-	return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no version of chart %s meets %q", src.URL, src.Chart, want)
-}
-
-// sortVersions parses the versions of a chart's entries and sorts them
-// highest first: by semantic version, equal ones by their text (highest
-// first), entries that are no semantic version last; equal texts keep the
-// order of the index, so the first of them is the one an exact version
-// picks.
-func sortVersions(entries []indexEntry) {
-	for i := range entries {
-		if v, err := semver.NewVersion(entries[i].Version); err == nil {
-			entries[i].semver = v
-		}
-	}
-	slices.SortStableFunc(entries, func(a, b indexEntry) int {
-		switch {
-		case a.semver == nil && b.semver == nil:
-			return 0
-		case a.semver == nil:
-			return 1
-		case b.semver == nil:
-			return -1
-		case !a.semver.Equal(b.semver):
-			return b.semver.Compare(a.semver)
-		}
-		return strings.Compare(b.Version, a.Version)
-	})
+	return err
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +17,6 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
-	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // repository is a Helm repository on 127.0.0.1: index.yaml and the charts
@@ -224,31 +222,6 @@ func TestSourceAddressPolicy(t *testing.T) {
 	// Plain http to anything but loopback is refused before a connection.
 	ferr = fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
 	assert.Contains(t, ferr.Message, "plain http to 192.0.2.1 is refused")
-}
-
-// An index that lists more versions of the chart asked for than
-// MaxChartVersions is refused, not cut; the cache counts an index at what
-// its parsed entries take.
-func TestIndexLimits(t *testing.T) {
-	src := &convoyv1alpha1.HelmRepositorySource{URL: "https://charts.example", Chart: "web", Version: "0.0.1"}
-	atCap, err := parseIndex(src.URL, generatedIndex(MaxChartVersions))
-	require.NoError(t, err)
-	_, err = pickVersion(src, atCap.entries["web"])
-	require.NoError(t, err)
-
-	over, err := parseIndex(src.URL, generatedIndex(MaxChartVersions+1))
-	require.NoError(t, err)
-	_, err = pickVersion(src, over.entries["web"])
-	ferr, ok := failure.As(err)
-	require.True(t, ok, "%v", err)
-	assert.Equal(t, ReasonIndexTooLarge, ferr.Reason)
-	assert.Contains(t, ferr.Message, "lists 10001 versions of chart web, more than 10000")
-
-	// Short entries take more parsed than their YAML: the size counts the
-	// strings and the headers that hold them.
-	short, err := parseIndex(src.URL, []byte("entries:\n  a:\n  - {version: '1', urls: [u], digest: d}\n"))
-	require.NoError(t, err)
-	assert.Greater(t, short.size(), len("a")+len("1")+len("u")+len("d")+int(unsafe.Sizeof(indexEntry{})))
 }
 
 // A repository's redirect of the index or of a chart is followed, with the

@@ -1,15 +1,9 @@
 package source
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -23,26 +17,8 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/oci"
 )
-
-// Media types of the OCI artifacts a Release may name.
-const (
-	// A Helm chart, as helm push writes it.
-	HelmConfigMediaType = "application/vnd.cncf.helm.config.v1+json"
-	HelmChartMediaType  = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-	// helmLegacyChartMediaType is what Helm 3.0-3.7 pushed.
-	helmLegacyChartMediaType = "application/tar+gzip"
-)
-
-// BundleMediaTypes are the layer media types of a bundle of files (plain
-// manifests, a kustomize overlay, a chart's directory): one tar+gzip layer,
-// as flux push
-// artifact, oras push or any image builder writes it.
-var BundleMediaTypes = []string{
-	"application/vnd.cncf.flux.content.v1.tar+gzip",
-	"application/vnd.oci.image.layer.v1.tar+gzip",
-	"application/vnd.docker.image.rootfs.diff.tar.gzip",
-}
 
 // artifact is what the content cache keeps of an artifact, by origin and
 // digest (contentKey).
@@ -200,28 +176,13 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 	return out, a.links, nil
 }
 
-// download reads the manifest of ref and its chart or bundle layer, and
-// checks them.
+// download reads the manifest of ref and its chart or bundle layer
+// (oci.Layer), and checks them (checkChart, unbundle).
 func (f *Fetcher) download(ctx context.Context, r *ociResolution, where string, ref name.Digest) (*artifact, error) {
-	desc, err := r.puller.Get(ctx, ref)
-	if err != nil {
-		return nil, registryFailure(where+": reading the manifest", err)
-	}
-	var manifest v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &manifest); err != nil {
-		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: the manifest (%s) is not an image manifest", where, desc.MediaType)
-	}
-	layer, isChart, err := artifactLayer(where, &manifest)
-	if err != nil {
-		return nil, err
-	}
 	limit := int64(f.opts.MaxArtifactBytes)
-	if layer.Size > limit {
-		return nil, tooLarge(fmt.Sprintf("%s: the layer %s", where, layer.Digest), layer.Size, limit)
-	}
-	data, err := f.readBlob(ctx, r.puller, r.repo, where, layer)
+	data, isChart, err := oci.Layer(ctx, r.puller, ref, limit)
 	if err != nil {
-		return nil, err
+		return nil, ociFailure(where, err)
 	}
 	a := &artifact{}
 	if isChart {
@@ -244,90 +205,17 @@ func (f *Fetcher) checkManifestSize(where string, desc *v1.Descriptor) error {
 	return nil
 }
 
-// artifactLayer tells a Helm chart (its chart layer) from a bundle of
-// manifests (its one tar+gzip layer); any other artifact is
-// ArtifactUnsupported, with its media types in the message.
-func artifactLayer(where string, m *v1.Manifest) (v1.Descriptor, bool, error) {
-	if string(m.Config.MediaType) == HelmConfigMediaType {
-		for _, l := range m.Layers {
-			if mt := string(l.MediaType); mt == HelmChartMediaType || mt == helmLegacyChartMediaType {
-				return l, true, nil
-			}
-		}
-		return v1.Descriptor{}, false, failure.New(ReasonArtifactUnsupported, nil, "%s: a Helm chart artifact without a layer of type %s", where, HelmChartMediaType)
-	}
-	if len(m.Layers) == 1 {
-		for _, mt := range BundleMediaTypes {
-			if string(m.Layers[0].MediaType) == mt {
-				return m.Layers[0], false, nil
-			}
-		}
-	}
-	var types []string
-	for _, l := range m.Layers {
-		types = append(types, string(l.MediaType))
-	}
-	return v1.Descriptor{}, false, failure.New(ReasonArtifactUnsupported, nil,
-		"%s: the artifact (config %s, layers [%s]) is neither a Helm chart (config %s) nor a bundle of manifests (one layer of %s)",
-		where, m.Config.MediaType, strings.Join(types, ", "), HelmConfigMediaType, strings.Join(BundleMediaTypes, ", "))
-}
-
-// readBlob downloads the blob of layer and checks its size and digest: it
-// reads at most layer.Size+1 bytes, however much the registry sends.
-func (f *Fetcher) readBlob(ctx context.Context, puller *remote.Puller, repo name.Repository, where string, layer v1.Descriptor) ([]byte, error) {
-	blob, err := puller.Layer(ctx, repo.Digest(layer.Digest.String()))
-	if err != nil {
-		return nil, registryFailure(where+": reading the layer", err)
-	}
-	rc, err := blob.Compressed()
-	if err != nil {
-		return nil, registryFailure(where+": reading the layer", err)
-	}
-	defer rc.Close()
-	h := sha256.New()
-	var buf bytes.Buffer
-	n, err := buf.ReadFrom(teeLimit(rc, h, layer.Size+1))
-	if err != nil && !errtext.DigestMismatch(err) {
-		return nil, registryFailure(where+": reading the layer", err)
-	}
-	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); n != layer.Size || got != layer.Digest.String() {
-		return nil, failure.New(ReasonDigestMismatch, nil, "%s: the layer's bytes (%d, %s) are not those of its descriptor (%d, %s)",
-			where, n, got, layer.Size, layer.Digest)
-	}
-	return buf.Bytes(), nil
-}
-
-// repositoryOf parses oci://HOST[:PORT]/PATH.
-func repositoryOf(url string, allowPlainLoopback bool) (name.Repository, error) {
-	if err := refuseUserinfo(url); err != nil {
+// repositoryOf parses oci://HOST[:PORT]/PATH (oci.Repository), refusing
+// user information in it.
+func repositoryOf(u string, allowPlainLoopback bool) (name.Repository, error) {
+	if err := refuseUserinfo(u); err != nil {
 		return name.Repository{}, err
 	}
-	ref, ok := strings.CutPrefix(url, "oci://")
-	if !ok {
-		return name.Repository{}, failure.New(ReasonSourceInvalid, nil, "%s is not an oci:// URL", url)
-	}
-	var opts []name.Option
-	if allowPlainLoopback {
-		if host, _, _ := strings.Cut(ref, "/"); isLoopback(hostOnly(host)) {
-			opts = append(opts, name.Insecure)
-		}
-	}
-	repo, err := name.NewRepository(ref, append(opts, name.StrictValidation)...)
+	repo, err := oci.Repository(u, allowPlainLoopback)
 	if err != nil {
-		return name.Repository{}, failure.New(ReasonSourceInvalid, err, "%s is not a repository", url)
+		return name.Repository{}, ociFailure("", err)
 	}
 	return repo, nil
-}
-
-// hostOnly is host without its port.
-func hostOnly(hostport string) string {
-	if strings.HasPrefix(hostport, "[") {
-		if i := strings.Index(hostport, "]"); i > 0 {
-			return hostport[1:i]
-		}
-	}
-	host, _, _ := strings.Cut(hostport, ":")
-	return host
 }
 
 // pullerFor returns the registry client of the registry of repo with
@@ -353,23 +241,40 @@ func (f *Fetcher) pullerFor(repo name.Repository, creds *credentials) (*remote.P
 	return p, nil
 }
 
+// ociReasons are the reasons of oci's own failures.
+var ociReasons = map[oci.Kind]string{
+	oci.KindInvalid:        ReasonSourceInvalid,
+	oci.KindUnsupported:    ReasonArtifactUnsupported,
+	oci.KindTooLarge:       ReasonArtifactTooLarge,
+	oci.KindDigestMismatch: ReasonDigestMismatch,
+}
+
+// ociFailure is err, an *oci.Error of the artifact where ("" when the
+// message names it), as a *failure.Error of its reason: the registry's
+// own failures through registryFailure.
+func ociFailure(where string, err error) error {
+	e, ok := errors.AsType[*oci.Error](err)
+	switch {
+	case !ok:
+		return err
+	case e.Kind == oci.KindRegistry:
+		return registryFailure(where+": "+e.Message, e.Err)
+	case where == "":
+		return failure.Quiet(ociReasons[e.Kind], e, "%s", e.Message)
+	}
+	return failure.Quiet(ociReasons[e.Kind], e, "%s: %s", where, e.Message)
+}
+
 // registryFailure classifies an error of the registry client: a refused
-// address keeps its reason; 401 and 403 are SourceUnauthorized, 404
-// ArtifactNotFound, any other answer and the network SourceUnreachable, a
-// manifest that does not hash to its digest DigestMismatch.
+// address keeps its reason; an answer by its status (answerFailure); a
+// manifest that does not hash to its digest is DigestMismatch; a redirect
+// the client refused is AddressNotAllowed.
 func registryFailure(what string, err error) error {
 	if f, ok := failure.As(err); ok {
 		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
 	}
-	var terr *transport.Error
-	if errors.As(err, &terr) {
-		switch code := terr.StatusCode; {
-		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			return failure.New(ReasonSourceUnauthorized, err, "%s: the registry refused the credentials", what)
-		case code == http.StatusNotFound:
-			return failure.New(ReasonArtifactNotFound, err, "%s: not found", what)
-		}
-		return failure.New(ReasonSourceUnreachable, err, "%s: the registry failed", what)
+	if terr, ok := errors.AsType[*transport.Error](err); ok {
+		return answerFailure(what, "registry", terr.StatusCode, err)
 	}
 	if errtext.DigestMismatch(err) {
 		return failure.New(ReasonDigestMismatch, err, "%s", what)
@@ -380,8 +285,24 @@ func registryFailure(what string, err error) error {
 	if errtext.RedirectRefused(err) {
 		return failure.New(egress.ReasonAddressNotAllowed, err, "%s: the registry redirected to a private or link-local address, which is not allowed", what)
 	}
+	return answerFailure(what, "registry", 0, err)
+}
+
+// answerFailure classifies the failure of a request to a server (a
+// "registry", a "repository") that answered with status (0: none): 401 and
+// 403 are SourceUnauthorized, 404 ArtifactNotFound, any other answer and
+// the network SourceUnreachable.
+func answerFailure(what, server string, status int, err error) error {
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return failure.New(ReasonSourceUnauthorized, err, "%s: the %s refused the credentials", what, server)
+	case status == http.StatusNotFound:
+		return failure.New(ReasonArtifactNotFound, err, "%s: not found", what)
+	case status != 0:
+		return failure.New(ReasonSourceUnreachable, err, "%s: the %s failed", what, server)
+	}
 	if netFail := egress.NetworkFailure(err); netFail != "" {
-		return failure.New(ReasonSourceUnreachable, err, "%s: the registry is unreachable (%s)", what, netFail)
+		return failure.New(ReasonSourceUnreachable, err, "%s: the %s is unreachable (%s)", what, server, netFail)
 	}
 	return failure.New(ReasonSourceUnreachable, err, "%s", what)
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
+	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 )
@@ -229,7 +230,7 @@ type Fetcher struct {
 	// access the registry or repository confirmed.
 	contents    *agecache.Cache[string, *artifact]
 	resolutions *agecache.Cache[string, string]
-	indexes     *agecache.Cache[string, *index]
+	indexes     *agecache.Cache[string, *helmrepo.Index]
 	confirmed   *agecache.Cache[string, bool]
 	// gitListings are Git ref listings by URL and credentials.
 	gitListings *agecache.Cache[string, git.Refs]
@@ -254,7 +255,7 @@ func NewFetcher(opts Options) *Fetcher {
 		const entries = 4096
 		f.contents = agecache.New[string, *artifact](opts.CacheBytes, 24*time.Hour, opts.Clock, (*artifact).size)
 		f.resolutions = agecache.New[string, string](entries, opts.ResolveMaxAge, opts.Clock, nil)
-		f.indexes = agecache.New[string, *index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*index).size)
+		f.indexes = agecache.New[string, *helmrepo.Index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*helmrepo.Index).Size)
 		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
 		f.gitListings = agecache.New[string, git.Refs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, git.Refs.Size)
 	}

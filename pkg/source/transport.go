@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/kumodo/convoy-apiserver/pkg/bounded"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
@@ -75,7 +75,7 @@ type guard struct {
 }
 
 func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme != "https" && !(g.plainLoopback && isLoopback(req.URL.Hostname())) {
+	if req.URL.Scheme != "https" && !(g.plainLoopback && egress.IsLoopbackHost(req.URL.Hostname())) {
 		return nil, failure.New(ReasonSourceInvalid, nil, "plain %s to %s is refused: use https (plain http is allowed to loopback addresses for local development only)",
 			req.URL.Scheme, req.URL.Host)
 	}
@@ -89,15 +89,6 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = limitedBody(resp.Body, "the manifest", g.maxManifest)
 	return resp, nil
-}
-
-// isLoopback reports whether host is a loopback address or localhost.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // tooLarge is the ArtifactTooLarge failure of what, size bytes (-1:
