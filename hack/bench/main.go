@@ -178,8 +178,8 @@ func run() error {
 				client = oneByOne{client}
 			}
 			res := e.Compare(ctx, client, r.Objects)
-			if res.Result != subresourcesv1alpha1.DiffDrifted {
-				return fmt.Errorf("engine: %s %s: %s", res.Result, res.Reason, res.Message)
+			if res.Verdict != subresourcesv1alpha1.DiffDrifted {
+				return fmt.Errorf("engine: %s %s: %s", res.Verdict, res.Reason, res.Message)
 			}
 			*reqs = append(*reqs, requests.Load())
 			return nil

@@ -16,13 +16,13 @@ func ReasonsPage(reasons []failure.Reason) string {
 
 	rows := make([][]string, 0, len(reasons))
 	for _, r := range reasons {
-		rows = append(rows, []string{"[" + r.Name + "](#" + docscheck.Slug(r.Name) + ")", string(r.Class), shows(r), yesNo(r.Refusal)})
+		rows = append(rows, []string{"[" + r.Name + "](#" + docscheck.Slug(r.Name) + ")", string(r.Class), shows(r), yesNo(r.Refusal), declaredIn(r)})
 	}
-	table(b, []string{"reason", "class", "shows in", "refusal"}, rows)
+	table(b, []string{"reason", "class", "shows in", "refusal", "declared in"}, rows)
 
 	for _, r := range reasons {
 		b.WriteString("## " + r.Name + "\n\n")
-		b.WriteString("Class " + string(r.Class) + "; shows in " + shows(r) + "; ")
+		b.WriteString("Class " + string(r.Class) + "; shows in " + shows(r) + "; declared in " + declaredIn(r) + "; ")
 		if r.Refusal {
 			b.WriteString("a refusal.\n\n")
 		} else {
@@ -32,6 +32,11 @@ func ReasonsPage(reasons []failure.Reason) string {
 		b.WriteString("**What to do:** " + cell(sentence(r.Action)) + "\n\n")
 	}
 	return b.String()
+}
+
+// declaredIn is the package that declares r, relative to the module.
+func declaredIn(r failure.Reason) string {
+	return "`" + strings.TrimPrefix(r.Package, "github.com/kumodo/convoy-apiserver/") + "`"
 }
 
 // shows lists where r shows.

@@ -306,15 +306,26 @@ func (p *Provider) ForRelease(ctx context.Context, release *convoyv1alpha1.Relea
 	id := p.IdentityOf(release)
 	home, err := p.homeOf(id)
 	if err != nil {
-		return nil, err
+		return nil, accessFailure(err)
 	}
 	access := &Access{Identity: id, Home: home.kube, HomeSnapshots: home.target.Snapshots, Target: home.target}
 	if release.Spec.Cluster != nil && release.Spec.Cluster.Name != "" {
 		if access.Target, err = p.forCluster(ctx, id, home.kube, release.Namespace, release.Spec.Cluster.Name); err != nil {
-			return nil, err
+			return nil, accessFailure(err)
 		}
 	}
 	return access, nil
+}
+
+// accessFailure gives an error of ForRelease a reason, when it has none: a
+// Cluster or its Secret that could not be read (an error of the API server
+// other than NotFound and Forbidden) is ClusterNotFound, its cause in the
+// message.
+func accessFailure(err error) error {
+	if _, ok := failure.As(err); ok {
+		return err
+	}
+	return failure.Quiet(ReasonClusterNotFound, err, "%v", err)
 }
 
 // homeOf returns the cached clients of id, building them the first time.

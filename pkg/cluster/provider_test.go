@@ -251,6 +251,19 @@ func TestClusterNotFound(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "the API error is wrapped: %v", err)
 }
 
+// A Cluster that cannot be read for another reason than NotFound or
+// Forbidden (a server error) is ClusterNotFound too, its cause in the
+// message: every error of ForRelease has a reason.
+func TestClusterUnreadable(t *testing.T) {
+	f := newFixture(t, Options{}, clusterObj("prod", "prod-kubeconfig", ""))
+	f.convoy.PrependReactor("get", "clusters", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+	})
+	_, err := f.provider.ForRelease(context.Background(), release("prod"))
+	ce := clusterError(t, err, ReasonClusterNotFound)
+	assert.Contains(t, ce.Message, "etcd is down")
+}
+
 func TestClusterConfigInvalid(t *testing.T) {
 	good := kubeconfig(t, "https://127.0.0.1:6443")
 	for name, tc := range map[string]struct {

@@ -60,8 +60,8 @@ func BenchmarkDiff(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		res := e.Compare(ctx, p, desired)
-		if res.Result != subresourcesv1alpha1.DiffDrifted || len(res.Objects) != objects {
-			b.Fatalf("unexpected result %s: %s", res.Result, res.Message)
+		if res.Verdict != subresourcesv1alpha1.DiffDrifted || len(res.Objects) != objects {
+			b.Fatalf("unexpected result %s: %s", res.Verdict, res.Message)
 		}
 	}
 }

@@ -73,14 +73,14 @@ func TestResultCacheKeys(t *testing.T) {
 			f := newFake(withRV(liveOf(web), "1"))
 			f.who = "ServiceAccount shop/a"
 			first := engine.Compare(context.Background(), cachingClient{fakeClient: f}, []*unstructured.Unstructured{web})
-			require.Equal(t, subresourcesv1alpha1.DiffInSync, first.Result)
+			require.Equal(t, subresourcesv1alpha1.DiffInSync, first.Verdict)
 			require.Equal(t, 1, f.applyCount(web))
 
 			clk.SetTime(clk.Now().Add(tc.age))
 			f.live[keyOf(web)] = withRV(liveOf(web), tc.liveRV)
 			f.who = tc.who
 			second := engine.Compare(context.Background(), cachingClient{fakeClient: f, cluster: tc.cluster}, []*unstructured.Unstructured{tc.desired})
-			require.NotEqual(t, subresourcesv1alpha1.DiffUndetermined, second.Result, second.Message)
+			require.NotEqual(t, subresourcesv1alpha1.DiffUndetermined, second.Verdict, second.Message)
 			dryRuns := 1
 			if tc.wantDryRun {
 				dryRuns = 2
@@ -98,10 +98,10 @@ func TestResultCacheWithAList(t *testing.T) {
 	engine := newTestEngine(2).WithCache(NewResultCache(time.Hour, clocktesting.NewFakePassiveClock(time.Now())))
 	f := newFake(withRV(liveOf(web), "1"), withRV(liveOf(api), "7"))
 	desired := []*unstructured.Unstructured{web, api}
-	require.Equal(t, subresourcesv1alpha1.DiffInSync, engine.Compare(context.Background(), cachingClient{fakeClient: f}, desired).Result)
+	require.Equal(t, subresourcesv1alpha1.DiffInSync, engine.Compare(context.Background(), cachingClient{fakeClient: f}, desired).Verdict)
 
 	res := engine.Compare(context.Background(), cachingClient{fakeClient: f, listed: map[string]string{"web": "1", "api": "7"}}, desired)
-	assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Verdict)
 	assert.Equal(t, 1, f.getCount(web), "no read")
 	assert.Equal(t, 1, f.applyCount(web), "no dry run")
 
@@ -109,21 +109,21 @@ func TestResultCacheWithAList(t *testing.T) {
 	scaled := withRV(liveOf(deployment("shop", "web", 5, "shop:1")), "2")
 	f.live[keyOf(web)] = scaled
 	res = engine.Compare(context.Background(), cachingClient{fakeClient: f, listed: map[string]string{"web": "2", "api": "7"}}, desired)
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, 2, f.getCount(web))
 	assert.Equal(t, 2, f.applyCount(web))
 	assert.Equal(t, 1, f.getCount(api), "api unchanged: nothing sent")
 
 	// The LIST is older than api's creation: api is read, found, reused.
 	res = engine.Compare(context.Background(), cachingClient{fakeClient: f, listed: map[string]string{"web": "2"}}, desired)
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, 2, f.getCount(api), "not in the LIST: read")
 	assert.Equal(t, 1, f.applyCount(api), "same resourceVersion: no dry run")
 
 	// Gone (the LIST does not see it): read, Missing, and forgotten.
 	delete(f.live, keyOf(api))
 	res = engine.Compare(context.Background(), cachingClient{fakeClient: f, listed: map[string]string{"web": "2"}}, desired)
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, subresourcesv1alpha1.ObjectMissing, res.Objects[1].Status)
 	f.live[keyOf(api)] = withRV(liveOf(api), "7")
 	res = engine.Compare(context.Background(), cachingClient{fakeClient: f, listed: map[string]string{"web": "2", "api": "7"}}, desired)
@@ -143,11 +143,11 @@ func TestResultCacheAsksTheListOnlyWhenItCanSave(t *testing.T) {
 	lookups := map[string]int{}
 	client := cachingClient{fakeClient: f, listed: listed, lookups: lookups}
 
-	require.Equal(t, subresourcesv1alpha1.DiffInSync, engine.Compare(context.Background(), client, []*unstructured.Unstructured{web, api}).Result)
+	require.Equal(t, subresourcesv1alpha1.DiffInSync, engine.Compare(context.Background(), client, []*unstructured.Unstructured{web, api}).Verdict)
 	assert.Empty(t, lookups, "a first pass: nothing to reuse, no lookup")
 
 	res := engine.Compare(context.Background(), client, []*unstructured.Unstructured{deployment("shop", "web", 4, "shop:1"), api})
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, map[string]int{"api": 1}, lookups, "web's desired object changed: no lookup")
 	assert.Equal(t, 1, f.getCount(api), "api unchanged: reused from the LIST")
 	assert.Equal(t, 2, f.getCount(web))
@@ -196,7 +196,7 @@ func TestEngineReadsAheadTheColdObjects(t *testing.T) {
 	var ahead [][]string
 	client := aheadClient{cachingClient: cachingClient{fakeClient: f, listed: map[string]string{"web": "1", "api": "7"}}, ahead: &ahead}
 
-	require.Equal(t, subresourcesv1alpha1.DiffInSync, newTestEngine(2).Compare(context.Background(), client, []*unstructured.Unstructured{web, api}).Result)
+	require.Equal(t, subresourcesv1alpha1.DiffInSync, newTestEngine(2).Compare(context.Background(), client, []*unstructured.Unstructured{web, api}).Verdict)
 	assert.Equal(t, [][]string{{"web", "api"}}, ahead, "without a cache: every object")
 
 	ahead = nil

@@ -73,7 +73,8 @@ func (e *Engine) WithCache(cache *ResultCache) *Engine {
 
 // Result is the outcome of a compare.
 type Result struct {
-	Result subresourcesv1alpha1.DiffResult `json:"result"`
+	// Verdict is InSync, Drifted or Undetermined (the result of /diff).
+	Verdict subresourcesv1alpha1.DiffResult `json:"result"`
 	// Reason is InSync, Drifted, or the reason of the first error.
 	Reason string `json:"reason"`
 	// Message is "all N objects are in sync"; or names the first drifted
@@ -87,7 +88,7 @@ type Result struct {
 // Undetermined builds a Result for an error found before the compare
 // (RenderFailed, ClusterNotFound, ...).
 func Undetermined(reason, message string) *Result {
-	return &Result{Result: subresourcesv1alpha1.DiffUndetermined, Reason: reason, Message: message}
+	return &Result{Verdict: subresourcesv1alpha1.DiffUndetermined, Reason: reason, Message: message}
 }
 
 // Compare compares each desired object with the live one on c.
@@ -313,7 +314,7 @@ func (e *Engine) compareOne(ctx context.Context, c Cluster, who string, obj *uns
 // failed classifies err and writes the message that names the object and,
 // for a refusal, who was refused.
 func (e *Engine) failed(obj *unstructured.Unstructured, who string, s step, err error) *failure.Error {
-	reason, what := classify(s, who, err)
+	reason, what := classifyObjectFailure(s, who, err)
 	msg := fmt.Sprintf("%s: %s: %v", convoyv1alpha1.ObjectKeyOf(obj).Describe(), what, err)
 	return &failure.Error{Reason: reason, Message: scrubSecretValues(obj, msg), Err: err}
 }
@@ -338,7 +339,7 @@ func summarize(desired []*unstructured.Unstructured, diffs []subresourcesv1alpha
 			msg += "; " + changedByMessage(d.Changes)
 		}
 		return &Result{
-			Result:  subresourcesv1alpha1.DiffDrifted,
+			Verdict: subresourcesv1alpha1.DiffDrifted,
 			Reason:  ReasonDrifted,
 			Message: msg,
 			Objects: diffs,
@@ -354,7 +355,7 @@ func summarize(desired []*unstructured.Unstructured, diffs []subresourcesv1alpha
 		msg = fmt.Sprintf("all %d objects are in sync", len(diffs))
 	}
 	return &Result{
-		Result:  subresourcesv1alpha1.DiffInSync,
+		Verdict: subresourcesv1alpha1.DiffInSync,
 		Reason:  ReasonInSync,
 		Message: msg,
 		Objects: diffs,

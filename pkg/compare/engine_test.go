@@ -41,7 +41,7 @@ func TestCompareInSync(t *testing.T) {
 
 	res := newTestEngine(4).Compare(context.Background(), f, desired)
 
-	assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Verdict)
 	assert.Equal(t, ReasonInSync, res.Reason)
 	assert.Equal(t, "all 3 objects are in sync", res.Message)
 	require.Len(t, res.Objects, 3)
@@ -65,7 +65,7 @@ func TestCompareInSyncMessages(t *testing.T) {
 	assert.Equal(t, "1 object is in sync", res.Message)
 
 	res = newTestEngine(1).Compare(context.Background(), newFake(), nil)
-	assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Verdict)
 	assert.Equal(t, "the render has no objects", res.Message)
 	assert.Empty(t, res.Objects)
 }
@@ -80,7 +80,7 @@ func TestCompareMissing(t *testing.T) {
 
 	res := newTestEngine(4).Compare(context.Background(), f, desired)
 
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, ReasonDrifted, res.Reason)
 	assert.Equal(t, "ConfigMap shop/settings is Missing", res.Message, "the first drifted object in render order")
 	require.Len(t, res.Objects, 3)
@@ -107,7 +107,7 @@ func TestCompareModified(t *testing.T) {
 
 	res := newTestEngine(2).Compare(context.Background(), f, desired)
 
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, ReasonDrifted, res.Reason)
 	assert.Equal(t, "Deployment.apps shop/web is Modified: spec.replicas, spec.template.spec.containers[name=app].image; no other manager than convoy's recorded these changes", res.Message)
 	require.Len(t, res.Objects, 3)
@@ -170,7 +170,7 @@ func TestCompareSecretIsRedacted(t *testing.T) {
 
 	res := NewEngine(r, 2).Compare(context.Background(), f, desired)
 
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	require.Len(t, res.Objects, 1)
 	assert.Equal(t, subresourcesv1alpha1.ObjectModified, res.Objects[0].Status)
 	require.Len(t, res.Objects[0].Changes, 1, "an unchanged value shows no change")
@@ -370,7 +370,7 @@ func TestCompareErrors(t *testing.T) {
 
 			res := newTestEngine(2).Compare(context.Background(), f, desired)
 
-			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
+			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Verdict)
 			assert.Equal(t, tt.reason, res.Reason)
 			assert.True(t, strings.HasPrefix(res.Message, "Deployment.apps shop/web: "), res.Message)
 			for _, s := range tt.inMessage {
@@ -398,7 +398,7 @@ func TestCompareFirstErrorInRenderOrderWins(t *testing.T) {
 
 			res := newTestEngine(workers).Compare(context.Background(), f, desired)
 
-			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
+			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Verdict)
 			assert.Equal(t, ReasonReadFailed, res.Reason)
 			assert.True(t, strings.HasPrefix(res.Message, "ConfigMap shop/cm-001: "), res.Message)
 			assert.False(t, f.wasCanceled(desired[1]), "an object before the failed one is not canceled")
@@ -446,7 +446,7 @@ func TestCompareWorkersBound(t *testing.T) {
 
 			res := newTestEngine(workers).Compare(context.Background(), f, desired)
 
-			assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Result)
+			assert.Equal(t, subresourcesv1alpha1.DiffInSync, res.Verdict)
 			assert.LessOrEqual(t, int(f.maxInflight.Load()), workers)
 			if workers > 1 {
 				assert.Greater(t, int(f.maxInflight.Load()), 1, "objects are compared in parallel")
@@ -472,7 +472,7 @@ func TestCompareCallCounts(t *testing.T) {
 
 	res := newTestEngine(5).Compare(context.Background(), f, desired)
 
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, "Deployment.apps shop/web-01 is Modified: spec.replicas, spec.template.spec.containers[name=app].image; no other manager than convoy's recorded these changes", res.Message)
 	for i, d := range desired {
 		assert.Equal(t, 1, f.getCount(d), d.GetName())
@@ -494,7 +494,7 @@ func TestCompareCanceledByCaller(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	res := newTestEngine(2).Compare(ctx, f, desired)
-	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Verdict)
 	assert.Equal(t, ReasonCanceled, res.Reason)
 	assert.True(t, strings.HasPrefix(res.Message, "ConfigMap shop/cm-000: "), res.Message)
 }
@@ -504,7 +504,7 @@ func TestCompareInvalidObject(t *testing.T) {
 	assert.Equal(t, ReasonInvalidObject, res.Reason)
 	res = newTestEngine(2).Compare(context.Background(), newFake(), []*unstructured.Unstructured{{Object: map[string]any{"kind": "ConfigMap"}}})
 	assert.Equal(t, ReasonInvalidObject, res.Reason)
-	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Verdict)
 }
 
 func TestCompareDoesNotModifyInputs(t *testing.T) {
@@ -529,7 +529,7 @@ func TestCompareDoesNotModifyInputs(t *testing.T) {
 
 	res := newTestEngine(2).Compare(context.Background(), f, desired)
 
-	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffDrifted, res.Verdict)
 	assert.Equal(t, d0, before(desired))
 	assert.Equal(t, l0, before(live))
 	assert.Equal(t, r0, before(dryRun))
@@ -537,7 +537,7 @@ func TestCompareDoesNotModifyInputs(t *testing.T) {
 
 func TestUndetermined(t *testing.T) {
 	assert.Equal(t, &Result{
-		Result:  subresourcesv1alpha1.DiffUndetermined,
+		Verdict: subresourcesv1alpha1.DiffUndetermined,
 		Reason:  "RenderFailed",
 		Message: "rendering: chart not found",
 	}, Undetermined("RenderFailed", "rendering: chart not found"))
@@ -577,7 +577,7 @@ func TestComparePanicIsAnInternalError(t *testing.T) {
 	web, settings := deployment("shop", "web", 3, "shop:1"), configMap("shop", "settings", nil)
 	res := newTestEngine(2).Compare(context.Background(), panicking{fakeClient: newFake(liveOf(web), liveOf(settings)), name: "web"},
 		[]*unstructured.Unstructured{settings, web})
-	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, res.Verdict)
 	assert.Equal(t, failure.ReasonInternalError, res.Reason)
 	assert.Contains(t, res.Message, "Deployment.apps shop/web: internal error")
 	assert.Contains(t, res.Message, "injected panic")

@@ -13,56 +13,60 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// Reasons of a Result. Callers add their own for errors found before the
-// compare (RenderFailed, ClusterNotFound, ...) with Undetermined. An object
+// Reasons of a Result: its verdict's (InSync, Drifted, Undetermined: the
+// reasons of the InSync condition), and those of an Undetermined one. Callers
+// add their own for errors found before the compare (RenderFailed,
+// ClusterNotFound, ...). An object
 // the credentials may not read or dry-run (401, or 403 not from admission)
 // is failure.ReasonForbidden; a panic, failure.ReasonInternalError; a
 // network failure, a timeout, a 5xx or a 429, failure.ReasonClusterUnreachable.
 var (
 	ReasonInSync = failure.Declare(failure.Reason{
-		Name: "InSync", Class: failure.ClassOutcome, Shows: inSync,
+		Name: "InSync", Class: failure.ClassOutcome, Shows: failure.InSyncAndResponse,
 		Means:  "every object of the desired render is in sync with the cluster (InSync True)",
 		Action: "nothing",
 	})
 	ReasonDrifted = failure.Declare(failure.Reason{
-		Name: "Drifted", Class: failure.ClassOutcome, Shows: inSync,
+		Name: "Drifted", Class: failure.ClassOutcome, Shows: failure.InSyncAndResponse,
 		Means:  "at least one object is Modified or Missing (InSync False); /diff lists the changes and who made them",
 		Action: "read /diff (kubectl convoy release diff); in automatic mode convoy requests a sync",
 	})
+	ReasonUndetermined = failure.Declare(failure.Reason{
+		Name: "Undetermined", Class: failure.ClassOutcome, Shows: []failure.Where{failure.InSync},
+		Means:  "the check could not complete (InSync Unknown); its message begins with the reason of the failure",
+		Action: "look up the reason its message begins with",
+	})
 	ReasonNoKindMatch = failure.Declare(failure.Reason{
-		Name: "NoKindMatch", Class: failure.ClassNotFound, Shows: inSync,
+		Name: "NoKindMatch", Class: failure.ClassNotFound, Shows: failure.InSyncAndResponse,
 		Means:  "the target cluster does not serve the kind of an object, e.g. its CRD is not installed",
 		Action: "install the CRD (an earlier wave of the Release may install it), or correct the object's apiVersion",
 	})
 	ReasonDryRunRejected = failure.Declare(failure.Reason{
-		Name: "DryRunRejected", Class: failure.ClassInvalid, Shows: inSync,
+		Name: "DryRunRejected", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "the API server answered the dry run of an object with a 4xx: an invalid object, a bad request, a denial by admission",
 		Action: "correct the object as the message says; the real apply would be rejected the same way",
 	})
 	ReasonDryRunFailed = failure.Declare(failure.Reason{
-		Name: "DryRunFailed", Class: failure.ClassUnavailable, Shows: inSync,
+		Name: "DryRunFailed", Class: failure.ClassUnavailable, Shows: failure.InSyncAndResponse,
 		Means:  "the dry run failed without an answer of the API server that classifies it (an unexpected client-side error)",
 		Action: "read convoy-apiserver's log for the error; the next pass tries again",
 	})
 	ReasonReadFailed = failure.Declare(failure.Reason{
-		Name: "ReadFailed", Class: failure.ClassUnavailable, Shows: inSync,
+		Name: "ReadFailed", Class: failure.ClassUnavailable, Shows: failure.InSyncAndResponse,
 		Means:  "reading the live object failed with an error other than NotFound",
 		Action: "read the message; the next pass tries again",
 	})
 	ReasonCanceled = failure.Declare(failure.Reason{
-		Name: "Canceled", Class: failure.ClassUnavailable, Shows: inSync,
+		Name: "Canceled", Class: failure.ClassUnavailable, Shows: failure.InSyncAndResponse,
 		Means:  "the caller canceled the compare (a client that went away, a server that stops)",
 		Action: "nothing: the next pass runs it again",
 	})
 	ReasonInvalidObject = failure.Declare(failure.Reason{
-		Name: "InvalidObject", Class: failure.ClassInvalid, Shows: inSync,
+		Name: "InvalidObject", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "an object of the render has no kind or name",
 		Action: "correct the object in the source",
 	})
 )
-
-// inSync: the compare's reasons show in the InSync condition and /diff.
-var inSync = []failure.Where{failure.InSync, failure.Response}
 
 // step is the request of a compare that failed.
 type step uint8
@@ -88,9 +92,9 @@ func (s step) verb() string {
 	return "patch it (the server-side apply dry run)"
 }
 
-// classify returns the reason of err, met at step by who, and a short text
+// classifyObjectFailure returns the reason of err, met at step by who, and a short text
 // of what happened to put before the error itself.
-func classify(s step, who string, err error) (reason, what string) {
+func classifyObjectFailure(s step, who string, err error) (reason, what string) {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ReasonCanceled, s.String() + " was canceled"
@@ -108,7 +112,7 @@ func classify(s step, who string, err error) (reason, what string) {
 	}
 	var apiStatus apierrors.APIStatus
 	if errors.As(err, &apiStatus) {
-		return classifyStatus(s, who, err, apiStatus)
+		return classifyObjectStatus(s, who, err, apiStatus)
 	}
 	if what := egress.NetworkFailure(err); what != "" {
 		return failure.ReasonClusterUnreachable, "the cluster is unreachable (" + what + ")"
@@ -119,8 +123,8 @@ func classify(s step, who string, err error) (reason, what string) {
 	return ReasonDryRunFailed, "the dry run failed"
 }
 
-// classifyStatus classifies an answer of the API server.
-func classifyStatus(s step, who string, err error, apiStatus apierrors.APIStatus) (reason, what string) {
+// classifyObjectStatus classifies an answer of the API server.
+func classifyObjectStatus(s step, who string, err error, apiStatus apierrors.APIStatus) (reason, what string) {
 	status := apiStatus.Status()
 	answer := fmt.Sprintf("%d %s", status.Code, status.Reason)
 	if status.Code == 0 {

@@ -41,7 +41,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, what := classify(tt.step, "", tt.err)
+			got, what := classifyObjectFailure(tt.step, "", tt.err)
 			assert.Equal(t, tt.want, got, what)
 			assert.NotEmpty(t, what)
 		})

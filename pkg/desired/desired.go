@@ -1,6 +1,7 @@
-// Package desired picks the desired render of a Release, in the order of the
-// Drift page: the pinned render if it is stored, else the last healthy render
-// of a RolledBack Release if it is stored, else a fresh render. /preview,
+// Package desired picks the desired render of a Release, in the order
+// docs/users/drift.md gives: the pinned render if it is stored, else the
+// last healthy render of a RolledBack Release if it is stored, else a fresh
+// render. /preview,
 // /diff and the drift loop share it, so they always look at the same render.
 package desired
 

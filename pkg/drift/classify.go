@@ -10,16 +10,10 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
-// Reasons of the InSync condition: compare.ReasonInSync (True),
-// compare.ReasonDrifted (False) and ReasonUndetermined (Unknown), whose
-// message begins with the reason of the result (RenderFailed,
-// ClusterUnreachable, Forbidden, ...).
+// Reasons of the failures found before the compare: the InSync condition's
+// own (compare.ReasonInSync, ReasonDrifted, ReasonUndetermined) are the
+// compare engine's.
 var (
-	ReasonUndetermined = failure.Declare(failure.Reason{
-		Name: "Undetermined", Class: failure.ClassOutcome, Shows: []failure.Where{failure.InSync},
-		Means:  "the check could not complete (InSync Unknown); its message begins with the reason of the failure",
-		Action: "look up the reason its message begins with",
-	})
 	ReasonRenderFailed = failure.Declare(failure.Reason{
 		Name: "RenderFailed", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response},
 		Means:  "the Release's source or render is not valid input, or names something that does not exist: the cause's reason (SourceNotFound, ManifestInvalid, TemplateFailed, ArtifactNotFound, ...) follows it in the message",
@@ -51,10 +45,11 @@ const (
 	stepRender
 )
 
-// classify gives an error found before the compare (at step) the reason of
-// an Undetermined result, the one classifier of the InSync condition
-// before the compare (the compare engine classifies the errors of each
-// object). It names no reason of another package: it goes by class.
+// classifyBeforeCompare gives an error found before the compare (at step)
+// the reason of an Undetermined result, the one classifier of the InSync
+// condition before the compare (the compare engine classifies the errors
+// of each object: classifyObjectFailure). It names no reason of another
+// package: it goes by class, and asks pkg/cluster about impersonation.
 //
 //   - a stored render asked for that is not stored: ReasonRenderNotStored;
 //   - an API server's refusal to let convoy-apiserver impersonate the
@@ -69,11 +64,12 @@ const (
 //     Release's own content, or something it names) is ReasonRenderFailed,
 //     the cause's reason first in its message; every other class (a limit,
 //     a refusal, something unavailable) keeps its own reason;
-//   - any other error: ReasonRenderFailed at stepRender,
-//     cluster.ReasonClusterNotFound at stepAccess.
+//   - any other error: ReasonRenderFailed at stepRender; at stepAccess,
+//     failure.ReasonInternalError (the Targets give every error of the
+//     access a reason of their own: one without is a bug).
 //
 // The result wraps err (RenderFailed wraps its cause).
-func classify(err error, s step, identity cluster.Identity) *failure.Error {
+func classifyBeforeCompare(err error, s step, identity cluster.Identity) *failure.Error {
 	if errors.Is(err, render.ErrNotStored) {
 		return failure.Quiet(ReasonRenderNotStored, err, "%v", err)
 	}
@@ -87,11 +83,11 @@ func classify(err error, s step, identity cluster.Identity) *failure.Error {
 		return failure.New(failure.ReasonForbidden, err, "%s may not read an input of the release", identity)
 	}
 	cause, ok := failure.Cause(err)
-	if !ok {
-		if s == stepRender {
-			return failure.Quiet(ReasonRenderFailed, err, "%v", err)
-		}
-		return failure.Quiet(cluster.ReasonClusterNotFound, err, "%v", err)
+	switch {
+	case !ok && s == stepRender:
+		return failure.Quiet(ReasonRenderFailed, err, "%v", err)
+	case !ok:
+		return failure.New(failure.ReasonInternalError, err, "the access of the release failed without a reason")
 	}
 	cause, _ = failure.Find(err, cause.Reason) // the outermost of that reason says where
 	switch failure.ClassOf(cause.Reason) {

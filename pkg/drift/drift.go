@@ -45,13 +45,13 @@ type Report struct {
 // observedGeneration and lastTransitionTime.
 func (r *Report) Condition() metav1.Condition {
 	cond := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Message: r.Message}
-	switch r.Result.Result {
+	switch r.Result.Verdict {
 	case subresourcesv1alpha1.DiffInSync:
 		cond.Status, cond.Reason = metav1.ConditionTrue, compare.ReasonInSync
 	case subresourcesv1alpha1.DiffDrifted:
 		cond.Status, cond.Reason = metav1.ConditionFalse, compare.ReasonDrifted
 	default:
-		cond.Status, cond.Reason = metav1.ConditionUnknown, ReasonUndetermined
+		cond.Status, cond.Reason = metav1.ConditionUnknown, compare.ReasonUndetermined
 		cond.Message = fmt.Sprintf("%s: %s", r.Reason, r.Message)
 	}
 	if r.Desired != nil {
@@ -107,7 +107,7 @@ type Options struct {
 // Check compares the desired render of release (or the stored render
 // opts.Render) with the live objects. Every failure of the check is a
 // Report with an Undetermined result and the reason of the InSync condition
-// (see classify), except a stored render asked for that is not stored: that is
+// (see classifyBeforeCompare), except a stored render asked for that is not stored: that is
 // a *failure.Error of reason ReasonRenderNotStored. The ReleaseInventory
 // that could not be read for opts.ExtraObjects is an error too, and so is a
 // check whose source parked (park.ErrParked, with a park.Spot in ctx: the
@@ -154,7 +154,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 // when ref is set), read or rendered as the Release's identity: the render
 // /diff and the drift loop compare, for GET /preview. Its error is a
 // *failure.Error with the reason the InSync condition would have (see
-// classify), or ReasonRenderNotStored.
+// classifyBeforeCompare), or ReasonRenderNotStored.
 func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (result *desired.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -173,11 +173,11 @@ func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, 
 func (c *Checker) desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*cluster.Access, *desired.Result, *failure.Error) {
 	access, err := c.targets.ForRelease(ctx, release)
 	if err != nil {
-		return nil, nil, classify(err, stepAccess, cluster.Identity{})
+		return nil, nil, classifyBeforeCompare(err, stepAccess, cluster.Identity{})
 	}
 	want, err := desired.For(c.render, c.renders, access).Resolve(ctx, release, ref)
 	if err != nil {
-		return access, nil, classify(err, stepRender, access.Identity)
+		return access, nil, classifyBeforeCompare(err, stepRender, access.Identity)
 	}
 	return access, want, nil
 }

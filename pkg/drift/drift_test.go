@@ -121,8 +121,8 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 		{name: "inputs unavailable otherwise", inputErr: apierrors.NewServiceUnavailable("etcd is down"),
 			wantReason: source.ReasonInputUnavailable, wantMessage: []string{"etcd is down"}},
 		{name: "stored render asked for and missing", ref: "0123456789abcdef", wantErr: render.ErrNotStored},
-		{name: "an error that names no reason", targetErr: errors.New("the Cluster could not be read"),
-			wantReason: cluster.ReasonClusterNotFound, wantMessage: []string{"the Cluster could not be read"}},
+		{name: "an access error that names no reason: a bug of the Targets", targetErr: errors.New("the Cluster could not be read"),
+			wantReason: failure.ReasonInternalError, wantMessage: []string{"the Cluster could not be read"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,7 +139,7 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
+			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Verdict)
 			assert.Equal(t, tc.wantReason, report.Reason)
 			for _, m := range tc.wantMessage {
 				assert.Contains(t, report.Message, m)
@@ -158,9 +158,9 @@ func TestInSyncCondition(t *testing.T) {
 		wantReason  string
 		wantMessage string
 	}{
-		{name: "in sync", report: &Report{Result: &compare.Result{Result: subresourcesv1alpha1.DiffInSync, Message: "all 2 objects are in sync"}, Desired: fresh},
+		{name: "in sync", report: &Report{Result: &compare.Result{Verdict: subresourcesv1alpha1.DiffInSync, Message: "all 2 objects are in sync"}, Desired: fresh},
 			wantStatus: metav1.ConditionTrue, wantReason: "InSync", wantMessage: "render 0123456789abcdef (Fresh): all 2 objects are in sync"},
-		{name: "drifted", report: &Report{Result: &compare.Result{Result: subresourcesv1alpha1.DiffDrifted, Message: "Deployment.apps shop/web is Modified: spec.replicas"}, Desired: fresh},
+		{name: "drifted", report: &Report{Result: &compare.Result{Verdict: subresourcesv1alpha1.DiffDrifted, Message: "Deployment.apps shop/web is Modified: spec.replicas"}, Desired: fresh},
 			wantStatus: metav1.ConditionFalse, wantReason: "Drifted", wantMessage: "render 0123456789abcdef (Fresh): Deployment.apps shop/web is Modified: spec.replicas"},
 		{name: "undetermined before a render", report: &Report{Result: compare.Undetermined("RenderFailed", "SourceNotFound: x")},
 			wantStatus: metav1.ConditionUnknown, wantReason: "Undetermined", wantMessage: "RenderFailed: SourceNotFound: x"},
@@ -194,7 +194,7 @@ func TestCheckPanicIsUndetermined(t *testing.T) {
 	c := NewChecker(panickingTargets{}, testRenderEngine(), compare.NewEngine(nil, 1), nil)
 	report, err := c.Check(context.Background(), &convoyv1alpha1.Release{}, Options{})
 	require.NoError(t, err)
-	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Verdict)
 	assert.Equal(t, failure.ReasonInternalError, report.Reason)
 	assert.Contains(t, report.Message, "injected panic")
 
@@ -236,7 +236,7 @@ func TestCheckWhoseFetchParks(t *testing.T) {
 
 	report, err = c.Check(context.Background(), release, Options{})
 	require.NoError(t, err)
-	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Result)
+	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Verdict)
 	assert.Equal(t, source.ReasonFetchTimeout, report.Reason)
 	require.NoError(t, silent.Close())
 }

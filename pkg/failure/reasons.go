@@ -2,7 +2,9 @@ package failure
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -73,6 +75,9 @@ type Reason struct {
 	Means string
 	// Action says what an operator or the Release's author should do.
 	Action string
+	// Package is the import path of the package that declared it, which
+	// Declare records.
+	Package string
 }
 
 var registry = struct {
@@ -102,6 +107,7 @@ func Declare(r Reason) string {
 		panic(fmt.Sprintf("failure.Declare: reason %s is declared twice", r.Name))
 	}
 	r.Shows = append([]Where(nil), r.Shows...)
+	r.Package = callerPackage()
 	registry.reasons[r.Name] = r
 	return r.Name
 }
@@ -143,6 +149,10 @@ func Reasons() []Reason {
 	return out
 }
 
+// InSyncAndResponse is where most reasons show: the InSync condition and
+// the answers of the subresources.
+var InSyncAndResponse = []Where{InSync, Response}
+
 // Reasons that several steps share.
 var (
 	ReasonForbidden = Declare(Reason{
@@ -170,3 +180,18 @@ var (
 		Action: "check the cluster's API server and the network between it and convoy-apiserver; the next pass tries again",
 	})
 )
+
+// callerPackage is the import path of the package of Declare's caller: a
+// package-level variable's initializer, whose function is PKG.init.
+func callerPackage() string {
+	pc, _, _, ok := runtime.Caller(2)
+	if !ok {
+		return ""
+	}
+	name := runtime.FuncForPC(pc).Name() // PKG.init or PKG.Func...
+	slash := strings.LastIndex(name, "/")
+	if dot := strings.Index(name[slash+1:], "."); dot >= 0 {
+		return name[:slash+1+dot]
+	}
+	return name
+}

@@ -358,11 +358,11 @@ func (s *sshSession) advRefsError(ctx context.Context, err error) error {
 		if errtext.GitRepositoryNotFound(text) {
 			return fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, text)
 		}
-		return fmt.Errorf("%s on %s answered nothing (%s)%s", transport.UploadPackServiceName, s.addr, status, colonText(text))
+		return fmt.Errorf("%s on %s answered nothing (%s)%s", transport.UploadPackServiceName, s.addr, status, withColon(text))
 	case errors.As(err, &unexpected) && errtext.GitRepositoryNotFound(string(unexpected.Data)):
 		return fmt.Errorf("%w: %s", transport.ErrRepositoryNotFound, unexpected.Data)
 	default:
-		return fmt.Errorf("reading the references of %s: %w%s", s.addr, err, colonText(s.stderr.text()))
+		return fmt.Errorf("reading the references of %s: %w%s", s.addr, err, withColon(s.stderr.text()))
 	}
 }
 
@@ -396,11 +396,11 @@ func (s *sshSession) UploadPack(ctx context.Context, req *packp.UploadPackReques
 		// Nothing to read: git-upload-pack failed (go-git's own session
 		// takes it for "up to date").
 		status, text := s.waitExit(ctx)
-		return nil, fmt.Errorf("%s on %s answered the request with nothing (%s)%s", transport.UploadPackServiceName, s.addr, status, colonText(text))
+		return nil, fmt.Errorf("%s on %s answered the request with nothing (%s)%s", transport.UploadPackServiceName, s.addr, status, withColon(text))
 	}
 	res := packp.NewUploadPackResponse(req)
 	if err := res.Decode(sessionReadCloser{Reader: s.stdout, s: s}); err != nil {
-		return nil, fmt.Errorf("decoding the answer of %s on %s: %w%s", transport.UploadPackServiceName, s.addr, err, colonText(s.stderr.text()))
+		return nil, fmt.Errorf("decoding the answer of %s on %s: %w%s", transport.UploadPackServiceName, s.addr, err, withColon(s.stderr.text()))
 	}
 	return res, nil
 }
@@ -493,8 +493,8 @@ func (s *sshSession) waitExit(ctx context.Context) (string, string) {
 	return status, s.stderr.text()
 }
 
-// colonText is ": " and text, or "" for no text.
-func colonText(text string) string {
+// withColon is ": " and text, or "" for no text.
+func withColon(text string) string {
 	if text == "" {
 		return ""
 	}

@@ -273,7 +273,7 @@ func (c *Compiler) compileRule(e *cel.Env, set RuleSet, index int, rule convoyv1
 		return nil, fmt.Errorf("%s: apiVersion and resources must be set", name)
 	}
 	// The expression may have any type: "a rule that does not return a bool
-	// is also an evaluation error" (the Health page), so a rule typed int
+	// is also an evaluation error" (docs/users/health-rules.md), so a rule typed int
 	// makes its resources Unknown (Evaluate), not the Release Cannot assess.
 	program, cost, err := c.program(e, rule.Expression, nil)
 	if err != nil {

@@ -30,27 +30,25 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-var inSyncAndResponse = []failure.Where{failure.InSync, failure.Response}
-
 // Reasons of a kustomization that is refused or does not build.
 var (
 	ReasonKustomizeRemoteRefused = failure.Declare(failure.Reason{
-		Name: "KustomizeRemoteRefused", Class: failure.ClassInvalid, Shows: inSyncAndResponse, Refusal: true,
+		Name: "KustomizeRemoteRefused", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "a kustomization names a URL, or a resource, base or component that is not a file or directory of the source (kustomize would fetch it with git or HTTP); nothing was fetched",
 		Action: "put the base in the source (vendor it, or publish one bundle that holds it) and name it by a relative path",
 	})
 	ReasonKustomizePluginRefused = failure.Declare(failure.Reason{
-		Name: "KustomizePluginRefused", Class: failure.ClassInvalid, Shows: inSyncAndResponse, Refusal: true,
+		Name: "KustomizePluginRefused", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "a kustomization inflates a Helm chart (helmCharts, HelmChartInflationGenerator), or names a plugin, an exec or a container function: none runs in convoy",
 		Action: "render the chart as a Release of its own, or commit the plugin's output; builtin generators and transformers (apiVersion: builtin) are allowed",
 	})
 	ReasonKustomizeInvalid = failure.Declare(failure.Reason{
-		Name: "KustomizeInvalid", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "KustomizeInvalid", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "a kustomization that does not parse, a cycle of bases, or a build that kustomize refuses; the message is kustomize's",
 		Action: "run kubectl kustomize on the same directory, which shows the same error, and correct the kustomization",
 	})
 	ReasonKustomizeTooLarge = failure.Declare(failure.Reason{
-		Name: "KustomizeTooLarge", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Name: "KustomizeTooLarge", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "the kustomizations reachable from the path pass a limit of the walk: depth of bases, kustomizations built, files or bytes read",
 		Action: "flatten the overlay; the limits are in the sources docs",
 	})

@@ -91,9 +91,9 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 func driftTrigger(old, cur *convoyv1alpha1.Release) trigger {
 	switch {
 	case old.ResourceVersion == cur.ResourceVersion:
-		return listingAgain
+		return listAgain
 	case old.Generation != cur.Generation:
-		return sharingLists
+		return shareLists
 	}
 	return noPass
 }
@@ -129,7 +129,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		return interval, err
 	}
 	cond := report.Condition()
-	request := report.Result.Result == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil
+	request := report.Result.Verdict == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil
 	var selfHeal *convoyv1alpha1.SelfHealStatus
 	if l.contests != nil {
 		l.contests.Seed(release.UID, release.Status.SelfHeal)
@@ -144,7 +144,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 	if report.Reason == failure.ReasonInternalError {
 		panics.WithLabelValues("drift").Inc()
 	}
-	klog.FromContext(ctx).V(2).Info("Drift pass", "generation", release.Generation, "result", report.Result.Result, "reason", report.Reason)
+	klog.FromContext(ctx).V(2).Info("Drift pass", "generation", release.Generation, "result", report.Result.Verdict, "reason", report.Reason)
 	if _, err := l.status.SetInSync(ctx, release, cond, selfHeal); err != nil {
 		return interval, err
 	}
@@ -162,7 +162,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 // contested, and names the contested fields in the InSync message.
 func (l *DriftLoop) observeContests(ctx context.Context, release *convoyv1alpha1.Release, report *drift.Report, cond *metav1.Condition) {
 	var objects []subresourcesv1alpha1.ObjectDiff
-	switch report.Result.Result {
+	switch report.Result.Verdict {
 	case subresourcesv1alpha1.DiffDrifted:
 		objects = report.Objects
 	case subresourcesv1alpha1.DiffUndetermined:

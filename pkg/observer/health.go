@@ -196,7 +196,7 @@ func (l *HealthLoop) enqueueSelecting(obj any) {
 		}
 		sel, err := metav1.LabelSelectorAsSelector(selector(ha).AsMetav1())
 		if err != nil || sel.Matches(set) {
-			l.add(r, sharingLists) // the rules changed, not the cluster
+			l.add(r, shareLists) // the rules changed, not the cluster
 		}
 	}
 }
@@ -208,9 +208,9 @@ func (l *HealthLoop) enqueueSelecting(obj any) {
 func healthTrigger(old, cur *convoyv1alpha1.Release) trigger {
 	switch {
 	case old.ResourceVersion == cur.ResourceVersion, !equalRecord(old.Status.LastAttempted, cur.Status.LastAttempted):
-		return listingAgain
+		return listAgain
 	case old.Generation != cur.Generation:
-		return sharingLists
+		return shareLists
 	}
 	return noPass
 }

@@ -242,10 +242,10 @@ func TestPassSharingListsFollowsNoEvent(t *testing.T) {
 	q, got, release := listedAfterQueue(t)
 	ctx := context.Background()
 
-	q.add(release, sharingLists)
+	q.add(release, shareLists)
 	assert.True(t, q.processNext(ctx))
-	q.add(release, listingAgain)
-	q.add(release, sharingLists) // the same pass
+	q.add(release, listAgain)
+	q.add(release, shareLists) // the same pass
 	assert.True(t, q.processNext(ctx))
 	q.add(release, noPass)
 	assert.Zero(t, q.queue.Len(), "noPass enqueues nothing")
@@ -269,11 +269,11 @@ func TestReleaseUpdateTriggers(t *testing.T) {
 		old, cur      *convoyv1alpha1.Release
 		drift, health trigger
 	}{
-		{"the informer's resync", release("5", 2, "a"), release("5", 2, "a"), listingAgain, listingAgain},
-		{"a new spec", release("5", 2, "a"), release("6", 3, "a"), sharingLists, sharingLists},
-		{"a sync attempt", release("5", 2, "a"), release("6", 2, "b"), noPass, listingAgain},
-		{"a first sync attempt", release("5", 2, ""), release("6", 2, "a"), noPass, listingAgain},
-		{"a new spec and a sync attempt", release("5", 2, "a"), release("6", 3, "b"), sharingLists, listingAgain},
+		{"the informer's resync", release("5", 2, "a"), release("5", 2, "a"), listAgain, listAgain},
+		{"a new spec", release("5", 2, "a"), release("6", 3, "a"), shareLists, shareLists},
+		{"a sync attempt", release("5", 2, "a"), release("6", 2, "b"), noPass, listAgain},
+		{"a first sync attempt", release("5", 2, ""), release("6", 2, "a"), noPass, listAgain},
+		{"a new spec and a sync attempt", release("5", 2, "a"), release("6", 3, "b"), shareLists, listAgain},
 		{"another status write", release("5", 2, "a"), release("6", 2, "a"), noPass, noPass},
 	}
 	for _, tt := range tests {

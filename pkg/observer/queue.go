@@ -144,20 +144,20 @@ type trigger int
 const (
 	// noPass: the event starts no pass.
 	noPass trigger = iota
-	// sharingLists: only what the pass expects changed (a new spec, a rule
+	// shareLists: only what the pass expects changed (a new spec, a rule
 	// set); the pass shares any fresh LIST.
-	sharingLists
-	// listingAgain: the cluster may hold something new, or the event is
+	shareLists
+	// listAgain: the cluster may hold something new, or the event is
 	// the informer's resync; the pass reads through LISTs sent after it.
-	listingAgain
+	listAgain
 )
 
 // enqueue adds the Release of obj (a Release or its same-named inventory)
-// after an event that may have changed the cluster (listingAgain).
-func (q *passQueue) enqueue(obj any) { q.add(obj, listingAgain) }
+// after an event that may have changed the cluster (listAgain).
+func (q *passQueue) enqueue(obj any) { q.add(obj, listAgain) }
 
-// add adds the Release of obj as trigger t says. A sharingLists event keeps
-// the time of a listingAgain one that is still waiting for its pass.
+// add adds the Release of obj as trigger t says. A shareLists event keeps
+// the time of a listAgain one that is still waiting for its pass.
 func (q *passQueue) add(obj any, t trigger) {
 	if t == noPass {
 		return
@@ -167,7 +167,7 @@ func (q *passQueue) add(obj any, t trigger) {
 		utilruntime.HandleError(err)
 		return
 	}
-	if t == listingAgain {
+	if t == listAgain {
 		q.events.mu.Lock()
 		q.events.times[name] = time.Now()
 		q.events.mu.Unlock()

@@ -25,7 +25,7 @@ import (
 
 // ReasonPathNotFound is a path that names no directory of the source.
 var ReasonPathNotFound = failure.Declare(failure.Reason{
-	Name: "PathNotFound", Class: failure.ClassNotFound, Shows: inSyncAndResponse,
+	Name: "PathNotFound", Class: failure.ClassNotFound, Shows: failure.InSyncAndResponse,
 	Means:  "spec.source's path names no directory of the source's files",
 	Action: "correct the path, or publish a bundle that holds it",
 })

@@ -13,35 +13,33 @@ import "github.com/kumodo/convoy-apiserver/pkg/failure"
 // spec.mutations[N].
 var (
 	ReasonValuesNotFound = failure.Declare(failure.Reason{
-		Name: "ValuesNotFound", Class: failure.ClassNotFound, Shows: inSyncAndResponse,
+		Name: "ValuesNotFound", Class: failure.ClassNotFound, Shows: failure.InSyncAndResponse,
 		Means:  "a valuesFrom object or key is missing and not optional",
 		Action: "create the ConfigMap or Secret (or the key) spec.content.valuesFrom names, or mark it optional",
 	})
 	ReasonValuesInvalid = failure.Declare(failure.Reason{
-		Name: "ValuesInvalid", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "ValuesInvalid", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "values that do not parse to a map, a valuesFrom of an unknown kind, or values that fail the chart's values.schema.json",
 		Action: "correct the values as the message says",
 	})
 	ReasonManifestInvalid = failure.Declare(failure.Reason{
-		Name: "ManifestInvalid", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "ManifestInvalid", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "a file that is not text (it holds a NUL byte), a document that does not parse, an object without apiVersion, kind or metadata.name, or two objects with the same key",
 		Action: "correct the file and document the message names",
 	})
 	ReasonChartInvalid = failure.Declare(failure.Reason{
-		Name: "ChartInvalid", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "ChartInvalid", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "the chart does not load as a Helm chart, or cannot be installed (a library chart, a kubeVersion constraint)",
 		Action: "correct the chart; `helm lint` and `helm template` show the same error",
 	})
 	ReasonTemplateFailed = failure.Declare(failure.Reason{
-		Name: "TemplateFailed", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "TemplateFailed", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "Helm's template engine failed; the message is Helm's and names the template file",
 		Action: "correct the template or the values; `helm template` shows the same error",
 	})
 	ReasonMutationFailed = failure.Declare(failure.Reason{
-		Name: "MutationFailed", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "MutationFailed", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "a mutation of spec.mutations could not be applied",
 		Action: "correct spec.mutations[N] as the message says",
 	})
 )
-
-var inSyncAndResponse = []failure.Where{failure.InSync, failure.Response}

@@ -20,32 +20,32 @@ import (
 // and the flag that sets it.
 var (
 	ReasonRenderTimeout = failure.Declare(failure.Reason{
-		Name: "RenderTimeout", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Name: "RenderTimeout", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "the render took longer than --render-timeout and was stopped",
 		Action: "make the chart or overlay cheaper to render, or raise --render-timeout",
 	})
 	ReasonTooManyObjects = failure.Declare(failure.Reason{
-		Name: "TooManyObjects", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Name: "TooManyObjects", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "the render holds more objects than --max-render-objects",
 		Action: "split the Release, or raise --max-render-objects",
 	})
 	ReasonRenderTooLarge = failure.Declare(failure.Reason{
-		Name: "RenderTooLarge", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Name: "RenderTooLarge", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "the render's JSON passes --max-render-bytes",
 		Action: "split the Release, or raise --max-render-bytes",
 	})
 	ReasonStoredRenderTooLarge = failure.Declare(failure.Reason{
-		Name: "StoredRenderTooLarge", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Name: "StoredRenderTooLarge", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "a stored render inflates past --max-render-bytes",
 		Action: "raise --max-render-bytes to what the controller stores, or investigate the render-store Secret",
 	})
 	ReasonRenderMemoryExceeded = failure.Declare(failure.Reason{
-		Name: "RenderMemoryExceeded", Class: failure.ClassOverLimit, Shows: inSyncAndResponse, Refusal: true,
+		Name: "RenderMemoryExceeded", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
 		Means:  "templating a chart needed more memory than --render-memory-limit; its process was stopped",
 		Action: "make the chart cheaper to render, or raise --render-memory-limit",
 	})
 	ReasonStoredRenderInvalid = failure.Declare(failure.Reason{
-		Name: "StoredRenderInvalid", Class: failure.ClassInvalid, Shows: inSyncAndResponse,
+		Name: "StoredRenderInvalid", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
 		Means:  "a render-store Secret that is not a render (another type, not gzip'd JSON objects) or whose content does not match the renderRef it is named for",
 		Action: "investigate who wrote the render-store Secret; convoy's controller writes it again at the next sync",
 	})

@@ -73,11 +73,11 @@ func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(con
 	return res.Val, res.Err
 }
 
-// lookedUp counts a lookup of the Fetcher's content cache (CacheSource) or
+// countLookup counts a lookup of the Fetcher's content cache (CacheSource) or
 // of its caches of resolutions (CacheResolve) when the caches are on, and
 // returns hit: callers count the lookup that decides whether to go to the
 // network, not the one repeated inside the shared request.
-func (f *Fetcher) lookedUp(cache string, hit bool) bool {
+func (f *Fetcher) countLookup(cache string, hit bool) bool {
 	if f.contents != nil {
 		agecache.CountLookup(cache, hit)
 	}

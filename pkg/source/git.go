@@ -170,7 +170,7 @@ func pickTag(repo, want string, refs git.Refs) (string, error) {
 func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds *gitCredentials) (git.Refs, error) {
 	key := "git\x00" + repo + "\x00" + creds.key
 	if f.gitListings != nil {
-		if refs, ok := f.gitListings.Get(key); f.lookedUp(agecache.CacheResolve, ok) {
+		if refs, ok := f.gitListings.Get(key); f.countLookup(agecache.CacheResolve, ok) {
 			return refs, nil
 		}
 	}
@@ -218,7 +218,7 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 	// The listing of these credentials, just now or within ResolveMaxAge,
 	// confirmed their access to the repository.
 	a, ok := f.getContent(content)
-	if !f.lookedUp(agecache.CacheSource, ok) {
+	if !f.countLookup(agecache.CacheSource, ok) {
 		v, err := f.shared(ctx, namespace, "gitfetch\x00"+content+"\x00"+r.creds.key, func(ctx context.Context) (any, error) {
 			if a, ok := f.getContent(content); ok {
 				return a, nil

@@ -45,7 +45,7 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	r := &helmResolution{base: base, creds: creds, client: f.clientFor(creds.tls, creds.tlsKey)}
 	key := "helm\x00" + base.String() + "\x00" + creds.key
 	idx, ok := f.getIndex(key)
-	if !f.lookedUp(agecache.CacheResolve, ok) {
+	if !f.countLookup(agecache.CacheResolve, ok) {
 		v, err := f.shared(ctx, namespace, "index\x00"+key, func(ctx context.Context) (any, error) {
 			if idx, ok := f.getIndex(key); ok {
 				return idx, nil
@@ -102,7 +102,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
 	content := contentKey("helm\x00"+r.chartURL, r.resolved.Digest)
 	accessKey := content + "\x00" + r.creds.key
-	if a, ok := f.getContent(content); f.lookedUp(agecache.CacheSource, ok && f.isConfirmed(accessKey)) {
+	if a, ok := f.getContent(content); f.countLookup(agecache.CacheSource, ok && f.isConfirmed(accessKey)) {
 		out.Chart = a.chart
 		return out, nil
 	}

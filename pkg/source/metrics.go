@@ -75,8 +75,8 @@ func outcomeOf(err error) string {
 	return outcomeFailure
 }
 
-// counted counts err when it is a refusal, and returns it.
-func counted(err error) error {
+// countRefusal counts err when it is a refusal, and returns it.
+func countRefusal(err error) error {
 	if reason := failure.ReasonOf(err); failure.IsRefusal(reason) {
 		refusals.WithLabelValues(reason).Inc()
 	}

@@ -78,7 +78,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 	// A tag resolved with these credentials (they are part of the key)
 	// within ResolveMaxAge confirms, as a HEAD would, that they may read
 	// its manifest.
-	if d, ok := f.getResolution(key); f.lookedUp(agecache.CacheResolve, ok) {
+	if d, ok := f.getResolution(key); f.countLookup(agecache.CacheResolve, ok) {
 		r.resolved.Digest, r.confirmed = d, true
 		return r, nil
 	}
@@ -145,7 +145,7 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 
 	content := contentKey("oci\x00"+r.repo.String(), r.resolved.Digest)
 	accessKey := content + "\x00" + r.creds.key
-	if a, ok := f.getContent(content); f.lookedUp(agecache.CacheSource, ok && (r.confirmed || f.isConfirmed(accessKey))) {
+	if a, ok := f.getContent(content); f.countLookup(agecache.CacheSource, ok && (r.confirmed || f.isConfirmed(accessKey))) {
 		f.confirm(accessKey)
 		out.Chart, out.Files = a.chart, a.files
 		return out, a.links, nil

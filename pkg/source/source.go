@@ -328,7 +328,7 @@ func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 		}
 		if out.Chart != nil {
 			if err := checkChart(out.Where, out.Chart, int64(f.opts.MaxArtifactBytes)); err != nil {
-				return nil, counted(err)
+				return nil, countRefusal(err)
 			}
 		}
 		return out, nil
@@ -349,7 +349,7 @@ func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 		out, err = f.helm(ctx, release.Namespace, src.HelmRepository, inputs)
 	}
 	if err != nil {
-		return nil, counted(f.timedOut(ctx, err))
+		return nil, countRefusal(f.timedOut(ctx, err))
 	}
 	return out, nil
 }
@@ -384,19 +384,19 @@ func (f *Fetcher) resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 	case src.OCIRepository != nil && src.ConfigMap == nil && src.HelmRepository == nil && src.Git == nil:
 		r, err := f.resolveOCI(ctx, release.Namespace, src.OCIRepository, inputs)
 		if err != nil {
-			return "", counted(f.timedOut(ctx, err))
+			return "", countRefusal(f.timedOut(ctx, err))
 		}
 		return r.resolved.Digest, nil
 	case src.HelmRepository != nil && src.ConfigMap == nil && src.OCIRepository == nil && src.Git == nil:
 		r, err := f.resolveHelm(ctx, release.Namespace, src.HelmRepository, inputs)
 		if err != nil {
-			return "", counted(f.timedOut(ctx, err))
+			return "", countRefusal(f.timedOut(ctx, err))
 		}
 		return r.resolved.Digest, nil
 	case src.Git != nil && src.ConfigMap == nil && src.OCIRepository == nil && src.HelmRepository == nil:
 		r, err := f.resolveGit(ctx, release.Namespace, src.Git, inputs)
 		if err != nil {
-			return "", counted(f.timedOut(ctx, err))
+			return "", countRefusal(f.timedOut(ctx, err))
 		}
 		return "git:" + r.commit, nil
 	}

@@ -105,7 +105,7 @@ spec:
 	assert.Equal(t, convoyv1alpha1.HealthHealthy, entryStatus(t, ns, "web", "Deployment", "web").State, "no rule applies to it")
 }
 
-// The Health page said "The suspended field is never set"; since the
+// convoy's Health assessment page said "The suspended field is never set"; since the
 // Suspended state it is set only while a resource is Suspended
 // (TestHealthSuspendedPausedDeployment), never to 0.
 func TestHealthSummarySuspendedOnlyWhenSuspended(t *testing.T) {

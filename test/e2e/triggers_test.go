@@ -61,7 +61,7 @@ func applyBehindTheObserversBack(t *testing.T, s *controllerStandIn, namespace, 
 	require.NoError(t, s.applier.ApplyObjects(context.Background(), s.release(namespace, name), s.render(namespace, name).Objects))
 }
 
-// The Drift page's triggers: a create, a spec change and a change of the
+// The triggers of docs/users/drift.md: a create, a spec change and a change of the
 // inventory's renderRefs start a pass; a /sync request and a change on the
 // cluster do not.
 func TestDriftPassTriggers(t *testing.T) {

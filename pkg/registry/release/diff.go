@@ -65,7 +65,7 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 	}
 	diff := &subresourcesv1alpha1.ReleaseDiff{
 		ObjectMeta:   metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},
-		Result:       report.Result.Result,
+		Result:       report.Result.Verdict,
 		Reason:       report.Reason,
 		Message:      report.Message,
 		Objects:      report.Objects,

@@ -1,0 +1,62 @@
+package docscheck
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The layout in docs/contributors/internals.md names every directory of Go
+// code (a package, or a parent it lists for them all: hack/, pkg/generated/),
+// and names nothing that is gone: a package added without a line there, or
+// a line left for a package removed, fails here.
+func TestLayoutNamesEveryPackage(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, "docs/contributors/internals.md"))
+	require.NoError(t, err)
+	text := string(data)
+	start := strings.Index(text, "## Layout\n")
+	require.GreaterOrEqual(t, start, 0, "internals.md has a Layout section")
+	block := text[start:]
+	open := strings.Index(block, "```\n")
+	require.GreaterOrEqual(t, open, 0)
+	block = block[open+4:]
+	block = block[:strings.Index(block, "```")]
+	var listed []string
+	for line := range strings.Lines(block) {
+		if entry, _, _ := strings.Cut(strings.TrimSpace(line), " "); strings.HasSuffix(entry, "/") {
+			listed = append(listed, entry)
+			_, err := os.Stat(filepath.Join(root, entry))
+			assert.NoError(t, err, "the layout lists %s, which is not in the repository", entry)
+		}
+	}
+	require.NotEmpty(t, listed)
+
+	require.NoError(t, filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		dir, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil || dir == "." {
+			return err
+		}
+		dir = filepath.ToSlash(dir) + "/"
+		covered := false
+		for _, entry := range listed {
+			covered = covered || strings.HasPrefix(dir, entry)
+		}
+		assert.True(t, covered, "internals.md's layout does not name %s (nor a directory above it)", dir)
+		return nil
+	}))
+}
