@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sync/singleflight"
 
@@ -26,11 +27,13 @@ import (
 //
 // fn runs in a slot of namespace (the namespace of the Release that
 // started the request), taken by the request, not by its callers: a shared
-// request whose callers all gave up keeps its slot to its end. Only the
-// callers of one namespace share a request: a caller of another namespace
-// that joined it would wait for a slot of the first, which a tenant whose
-// registries never answer holds (the caches still share what a request
-// got once it ended).
+// request whose callers all gave up keeps its slot to its end. A request
+// still waiting for its slot is shared by the callers of its namespace
+// only: a caller of another namespace that joined it would wait for a slot
+// of the first, which a tenant whose registries never answer holds. Once
+// it holds its slot and runs, any caller of the same key joins it,
+// whatever its namespace (running): a fleet spread over many namespaces
+// sends one request, not one per worker.
 //
 // A caller with a park.Spot in its context (a pass of the drift loop)
 // waits for the request, its slot included, for the Spot's grace at most,
@@ -43,6 +46,11 @@ func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(con
 		flight += "\x00" + strconv.FormatUint(f.solo.Add(1), 10)
 	}
 	res, err := park.Wait(ctx, key, func() <-chan singleflight.Result {
+		if f.contents != nil {
+			if ch := f.running.join(key); ch != nil {
+				return ch
+			}
+		}
 		return f.flights.DoChan(flight, func() (v any, err error) {
 			// Not its first caller's: neither its cancellation nor its Spot.
 			fctx, cancel := context.WithTimeoutCause(context.WithoutCancel(park.WithSpot(ctx, nil)), f.opts.Timeout, errFetchTimeout)
@@ -57,11 +65,18 @@ func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(con
 				return nil, err
 			}
 			defer release()
-			if v, err = fn(fctx); err != nil {
-				// Its callers may not have reached their own timeout yet.
-				err = f.timedOut(fctx, err)
+			run := func() (any, error) {
+				v, err := fn(fctx)
+				if err != nil {
+					// Its callers may not have reached their own timeout yet.
+					err = f.timedOut(fctx, err)
+				}
+				return v, err
 			}
-			return v, err
+			if f.contents == nil {
+				return run()
+			}
+			return f.running.do(fctx, key, run)
 		})
 	})
 	switch {
@@ -156,4 +171,74 @@ func (f *Fetcher) confirm(key string) {
 	if f.confirmed != nil {
 		f.confirmed.Put(key, true)
 	}
+}
+
+// runningCalls are the shared requests that hold their slot, by key: the
+// ones a caller of any namespace may join (shared).
+type runningCalls struct {
+	mu    sync.Mutex
+	calls map[string]*runningCall
+}
+
+type runningCall struct {
+	done chan struct{}
+	res  singleflight.Result
+}
+
+// join returns a channel that receives the result of the request running
+// for key, or nil when none runs.
+func (r *runningCalls) join(key string) <-chan singleflight.Result {
+	r.mu.Lock()
+	c := r.calls[key]
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	ch := make(chan singleflight.Result, 1)
+	go func() {
+		<-c.done
+		ch <- singleflight.Result{Val: c.res.Val, Err: c.res.Err, Shared: true}
+	}()
+	return ch
+}
+
+// do runs fn for key, or, when a request of another namespace runs for key
+// already (it took its slot while this one waited for its own), waits for
+// that one's result instead, until ctx ends. A panic of fn is its callers'
+// InternalError, the joiners' too.
+func (r *runningCalls) do(ctx context.Context, key string, fn func() (any, error)) (v any, err error) {
+	r.mu.Lock()
+	if c := r.calls[key]; c != nil {
+		r.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.res.Val, c.res.Err
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	if r.calls == nil {
+		r.calls = map[string]*runningCall{}
+	}
+	c := &runningCall{done: make(chan struct{})}
+	r.calls[key] = c
+	r.mu.Unlock()
+	defer func() {
+		if p := recover(); p != nil {
+			c.res.Val, c.res.Err = nil, failure.Recovered(ctx, p)
+		}
+		r.finish(key, c)
+		v, err = c.res.Val, c.res.Err
+	}()
+	c.res.Val, c.res.Err = fn()
+	return c.res.Val, c.res.Err
+}
+
+func (r *runningCalls) finish(key string, c *runningCall) {
+	r.mu.Lock()
+	if r.calls[key] == c {
+		delete(r.calls, key)
+	}
+	r.mu.Unlock()
+	close(c.done)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -139,4 +140,12 @@ func sha256Hex(data []byte) string {
 // pemOf is the PEM of a test server's certificate.
 func pemOf(s *httptest.Server) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
+}
+
+// TestMain registers the metrics before any test runs: registering them
+// while a request left running by an earlier test counts one is a race of
+// component-base's lazy metrics, whatever order -run picks.
+func TestMain(m *testing.M) {
+	RegisterMetrics()
+	os.Exit(m.Run())
 }

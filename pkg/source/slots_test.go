@@ -190,3 +190,44 @@ func TestSlotsPerNamespaceAtMostAll(t *testing.T) {
 	s := newSlots(1, 2)
 	assert.Equal(t, 1, s.perNamespace)
 }
+
+// A request that holds its slot and runs is shared by the callers of every
+// namespace: a fleet spread over namespaces sends one HEAD, not one per
+// namespace. One still waiting for its namespace's slot is not: a caller
+// of another namespace goes on without it.
+func TestSharedAcrossNamespacesOnceRunning(t *testing.T) {
+	RegisterMetrics()
+	ctx := context.Background()
+	reg, held, release := heldRegistry(t)
+	f, _ := newFetcher(t, func(o *Options) { o.Concurrency, o.PerNamespace = 4, 1 })
+	fetched := make(chan error, 3)
+	go func() {
+		_, err := f.Fetch(ctx, releaseIn("a", reg, "held-1"), inputsOf())
+		fetched <- err
+	}()
+	<-held
+	for _, ns := range []string{"b", "c"} {
+		go func() {
+			_, err := f.Fetch(ctx, releaseIn(ns, reg, "held-1"), inputsOf())
+			fetched <- err
+		}()
+	}
+	// a's request for free waits for a's only slot; b's goes on.
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := f.Fetch(ctx, releaseIn("a", reg, "free"), inputsOf())
+		waiting <- err
+	}()
+	waitGauge(t, "waiting", 1)
+	_, err := f.Fetch(ctx, releaseIn("b", reg, "free"), inputsOf())
+	require.NoError(t, err, "b did not wait for a's slot")
+	assert.Empty(t, waiting)
+
+	close(release)
+	for range 3 {
+		require.NoError(t, <-fetched)
+	}
+	require.NoError(t, <-waiting)
+	assert.Empty(t, held, "b and c joined a's HEAD of held-1")
+	waitGauge(t, "running", 0)
+}

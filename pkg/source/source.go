@@ -239,6 +239,8 @@ type Fetcher struct {
 	// flights share the requests in flight (shared); with the caches off,
 	// solo numbers the requests, each a flight of its own.
 	flights singleflight.Group
+	// running are the shared requests that hold their slot (shared).
+	running runningCalls
 	solo    atomic.Uint64
 	// dialControl, when set, is the dialers' Control in place of the
 	// policy's: the tests set one that asks the policy and then refuses
