@@ -33,45 +33,6 @@ func waitGauge(t *testing.T, name string, want float64) {
 	}, 20*time.Second, 5*time.Millisecond, "%s requests: %v, want %v", name, got, want)
 }
 
-func TestSlots(t *testing.T) {
-	RegisterMetrics()
-	ctx := context.Background()
-	s := newSlots(3, 2)
-	a1, err := s.acquire(ctx, "a")
-	require.NoError(t, err)
-	a2, err := s.acquire(ctx, "a")
-	require.NoError(t, err)
-
-	// A third of namespace a waits for its namespace, with a slot of all
-	// still free.
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	_, err = s.acquire(cancelled, "a")
-	ferr, ok := failure.As(err)
-	require.True(t, ok, "%v", err)
-	assert.Equal(t, ReasonFetchTimeout, ferr.Reason)
-	assert.Contains(t, ferr.Message, "fetches of namespace a running now (--max-concurrent-fetches-per-namespace)")
-
-	// Namespace b gets the last slot of all; c waits for one of all.
-	b1, err := s.acquire(ctx, "b")
-	require.NoError(t, err)
-	got := make(chan func(), 1)
-	go func() {
-		release, err := s.acquire(ctx, "c")
-		assert.NoError(t, err)
-		got <- release
-	}()
-	waitGauge(t, "waiting", 1)
-	a1()
-	c1 := <-got
-	a1() // a second call gives nothing back again
-	a2()
-	b1()
-	c1()
-	assert.Empty(t, s.namespaces, "no namespace is remembered once its requests ended")
-	assert.Empty(t, s.all)
-}
-
 // heldRegistry is a registry whose HEADs of the tags held-* wait until
 // release is closed (or their client goes away), and are told on held.
 func heldRegistry(t *testing.T) (reg *ociregistry.Server, held chan string, release chan struct{}) {
@@ -185,12 +146,6 @@ func TestSlotsPerNamespace(t *testing.T) {
 	}
 }
 
-// A namespace's cap above all the slots is all of them.
-func TestSlotsPerNamespaceAtMostAll(t *testing.T) {
-	s := newSlots(1, 2)
-	assert.Equal(t, 1, s.perNamespace)
-}
-
 // A request that holds its slot and runs is shared by the callers of every
 // namespace: a fleet spread over namespaces sends one HEAD, not one per
 // namespace. One still waiting for its namespace's slot is not: a caller
@@ -230,4 +185,25 @@ func TestSharedAcrossNamespacesOnceRunning(t *testing.T) {
 	require.NoError(t, <-waiting)
 	assert.Empty(t, held, "b and c joined a's HEAD of held-1")
 	waitGauge(t, "running", 0)
+}
+
+// A request that finds no slot of its namespace within the fetch timeout
+// is a FetchTimeout that names the flag to raise.
+func TestSlotsTimeoutNamesTheFlag(t *testing.T) {
+	f, _ := newFetcher(t, func(o *Options) { o.Concurrency, o.PerNamespace, o.Timeout = 2, 1, 300*time.Millisecond })
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	go func() {
+		_, _ = f.shared(context.Background(), "a", "k1", func(context.Context) (any, error) {
+			close(started)
+			<-release
+			return nil, nil
+		})
+	}()
+	<-started
+	_, err := f.shared(context.Background(), "a", "k2", func(context.Context) (any, error) { return nil, nil })
+	ferr, ok := failure.As(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, ReasonFetchTimeout, ferr.Reason)
+	assert.Contains(t, ferr.Message, "fetches of namespace a running now (--max-concurrent-fetches-per-namespace)")
 }

@@ -21,12 +21,10 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 
@@ -35,6 +33,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/flight"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
@@ -222,8 +221,7 @@ func IsManifestFile(name string) bool {
 // of convoy-apiserver from them and passes it down, and tests and tools
 // build their own.
 type Fetcher struct {
-	opts  Options
-	slots *slots
+	opts Options
 	// contents are artifacts by origin and digest (contentKey);
 	// resolutions are digests (OCI) and indexes (Helm) by URL and
 	// credentials; confirmed are the (origin, digest, credentials) whose
@@ -236,12 +234,8 @@ type Fetcher struct {
 	gitListings *agecache.Cache[string, git.Refs]
 	clients     *agecache.Cache[string, *client]
 	pullers     *agecache.Cache[string, *remote.Puller]
-	// flights share the requests in flight (shared); with the caches off,
-	// solo numbers the requests, each a flight of its own.
-	flights singleflight.Group
-	// running are the shared requests that hold their slot (shared).
-	running runningCalls
-	solo    atomic.Uint64
+	// flights share the requests in flight, each in a slot (shared).
+	flights *flight.Group
 	// dialControl, when set, is the dialers' Control in place of the
 	// policy's: the tests set one that asks the policy and then refuses
 	// any address off loopback, so a policy that lets an address through
@@ -252,7 +246,12 @@ type Fetcher struct {
 // NewFetcher returns a Fetcher.
 func NewFetcher(opts Options) *Fetcher {
 	opts = opts.withDefaults()
-	f := &Fetcher{opts: opts, slots: newSlots(opts.Concurrency, opts.PerNamespace)}
+	f := &Fetcher{opts: opts, flights: flight.New(flight.Options{
+		Slots: opts.Concurrency, PerNamespace: opts.PerNamespace,
+		Timeout: opts.Timeout, TimeoutCause: errFetchTimeout,
+		Solo:    opts.CacheBytes <= 0,
+		Running: fetchesRunning, Waiting: fetchesWaiting,
+	})}
 	if opts.CacheBytes > 0 {
 		const entries = 4096
 		f.contents = agecache.New[string, *artifact](opts.CacheBytes, 24*time.Hour, opts.Clock, (*artifact).size)

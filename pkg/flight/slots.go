@@ -1,10 +1,9 @@
-package source
+package flight
 
 import (
 	"context"
+	"fmt"
 	"sync"
-
-	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // slots bound the requests to registries and repositories that run at once
@@ -12,14 +11,15 @@ import (
 // (--max-concurrent-fetches), and those started for the Releases of one
 // namespace (--max-concurrent-fetches-per-namespace), so that a tenant whose
 // registry never answers holds its share only and the other namespaces keep
-// fetching. A slot is taken by the request itself (see Fetcher.shared), not
+// fetching. A slot is taken by the request itself (see Group.Do), not
 // by the callers waiting for it: a shared request whose callers gave up
 // keeps its slot until it ends, within the fetch timeout, and a caller
 // holds no slot while it waits, so no request ever waits for a slot that a
 // caller waiting for it holds.
 type slots struct {
-	all          chan struct{}
-	perNamespace int
+	all              chan struct{}
+	perNamespace     int
+	running, waiting Gauge
 
 	mu         sync.Mutex
 	namespaces map[string]*namespaceSlots
@@ -33,9 +33,38 @@ type namespaceSlots struct {
 	users int
 }
 
-func newSlots(all, perNamespace int) *slots {
-	return &slots{all: make(chan struct{}, all), perNamespace: min(perNamespace, all), namespaces: map[string]*namespaceSlots{}}
+func newSlots(all, perNamespace int, running, waiting Gauge) *slots {
+	if running == nil {
+		running = nopGauge{}
+	}
+	if waiting == nil {
+		waiting = nopGauge{}
+	}
+	return &slots{all: make(chan struct{}, all), perNamespace: min(perNamespace, all), running: running, waiting: waiting,
+		namespaces: map[string]*namespaceSlots{}}
 }
+
+type nopGauge struct{}
+
+func (nopGauge) Inc() {}
+func (nopGauge) Dec() {}
+
+// SlotError is a request that found no slot before its context ended: one
+// of its namespace's (Namespace set) or one of all. Err is the context's
+// cause.
+type SlotError struct {
+	Namespace string
+	Err       error
+}
+
+func (e *SlotError) Error() string {
+	if e.Namespace != "" {
+		return fmt.Sprintf("waiting for one of the requests of namespace %s running now: %v", e.Namespace, e.Err)
+	}
+	return fmt.Sprintf("waiting for one of the requests running now: %v", e.Err)
+}
+
+func (e *SlotError) Unwrap() error { return e.Err }
 
 // acquire waits for a slot of namespace, then for one of all (so that a
 // namespace at its cap holds none of all while it waits), until ctx ends. It
@@ -58,27 +87,26 @@ func (s *slots) acquire(ctx context.Context, namespace string) (func(), error) {
 		s.mu.Unlock()
 	}
 
-	fetchesWaiting.Inc()
-	defer fetchesWaiting.Dec()
+	s.waiting.Inc()
+	defer s.waiting.Dec()
 	select {
 	case ns.held <- struct{}{}:
 	case <-ctx.Done():
 		leave()
-		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx),
-			"waiting for one of the fetches of namespace %s running now (--max-concurrent-fetches-per-namespace)", namespace)
+		return nil, &SlotError{Namespace: namespace, Err: context.Cause(ctx)}
 	}
 	select {
 	case s.all <- struct{}{}:
 	case <-ctx.Done():
 		<-ns.held
 		leave()
-		return nil, failure.New(ReasonFetchTimeout, context.Cause(ctx), "waiting for one of the fetches running now (--max-concurrent-fetches)")
+		return nil, &SlotError{Err: context.Cause(ctx)}
 	}
-	fetchesRunning.Inc()
+	s.running.Inc()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			fetchesRunning.Dec()
+			s.running.Dec()
 			<-s.all
 			<-ns.held
 			leave()
