@@ -19,6 +19,8 @@ func TestDeclare(t *testing.T) {
 	assert.Equal(t, name, Declare(r))
 	got, ok := Lookup(name)
 	require.True(t, ok)
+	assert.Equal(t, "github.com/kumodo/convoy-apiserver/pkg/failure", got.Package, "the package that called Declare")
+	r.Package = got.Package
 	assert.Equal(t, r, got)
 	assert.Equal(t, ClassOverLimit, ClassOf(name))
 	assert.True(t, IsRefusal(name))
