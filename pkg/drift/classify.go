@@ -48,8 +48,11 @@ const (
 // classifyBeforeCompare gives an error found before the compare (at step)
 // the reason of an Undetermined result, the one classifier of the InSync
 // condition before the compare (the compare engine classifies the errors
-// of each object: classifyObjectFailure). It names no reason of another
-// package: it goes by class, and asks pkg/cluster about impersonation.
+// of each object: classifyObjectFailure). It names no reason of the
+// packages whose errors it judges (pkg/source, pkg/render, pkg/cluster):
+// it goes by class, asks pkg/cluster whether an error is a refused
+// impersonation, and names only its own reasons and the shared ones of
+// pkg/failure.
 //
 //   - a stored render asked for that is not stored: ReasonRenderNotStored;
 //   - an API server's refusal to let convoy-apiserver impersonate the
