@@ -138,6 +138,7 @@ func TestDoCallerGivesUp(t *testing.T) {
 	first := do(g, ctx, "a", "k", h.fn("a"))
 	<-h.started
 	second := do(g, context.Background(), "a", "k", h.fn("a2"))
+	waitJoined(t, g, "k", 1)
 	gone := errors.New("client went away")
 	cancel(gone)
 	r := <-first
