@@ -18,7 +18,7 @@ FUZZTIME=${FUZZTIME:-1m}
 timed=1
 [[ $FUZZTIME =~ ^[0-9]+x$ ]] && timed=0
 targets=(
-  ./pkg/render:FuzzManifests ./pkg/render:FuzzMutations ./pkg/render:FuzzStoreDecode
+  ./pkg/render:FuzzManifests ./pkg/render:FuzzMutations ./pkg/render:FuzzStoreDecode ./pkg/render:FuzzValuesFiles
   ./pkg/cluster:FuzzKubeconfig ./pkg/egress:FuzzAddressPolicy ./pkg/compare:FuzzDiff
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
   ./pkg/helmrepo:FuzzIndex ./pkg/archive:FuzzUnbundle ./pkg/oci:FuzzDockerConfig ./pkg/git:FuzzRefCounter

@@ -8,8 +8,11 @@
 // serves an OCI registry on 127.0.0.1 (go-containerregistry's
 // pkg/registry), pushes the example chart to it and creates the Release
 // demo/web that takes the chart from there; and a Git repository of the
-// kustomize example, served on 127.0.0.1 by git's own git http-backend
-// (internal/gitserver), whose overlay the Release demo/podinfo-git takes.
+// kustomize example and the example chart's directory, served on 127.0.0.1
+// by git's own git http-backend (internal/gitserver), whose overlay the
+// Release demo/podinfo-git takes, and whose chart directory the Release
+// demo/web-git takes with its values file values-prod.yaml
+// (spec.content.valuesFiles).
 // It prints how to reach the
 // cluster and runs until SIGINT or SIGTERM, then stops every process.
 //
@@ -25,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -146,6 +150,15 @@ func run() error {
 		if gitTree, err = gitserver.TreeFromDir(*gitDir); err != nil {
 			return fmt.Errorf("reading the Git example: %w", err)
 		}
+		if *chartDir != "" {
+			chartTree, err := gitserver.TreeFromDir(*chartDir)
+			if err != nil {
+				return fmt.Errorf("reading the example chart: %w", err)
+			}
+			for name, data := range chartTree.Files {
+				gitTree.Files[path.Join(gitChartDir, name)] = data
+			}
+		}
 		if err := os.MkdirAll(filepath.Join(absDir, "git"), 0o755); err != nil {
 			return err
 		}
@@ -209,7 +222,7 @@ func run() error {
 
 	var gitExample string
 	if gitServer != nil {
-		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir, gitTree); err != nil {
+		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir, gitTree, *chartDir != ""); err != nil {
 			return err
 		}
 	}
@@ -240,6 +253,10 @@ func run() error {
 	if gitExample != "" {
 		fmt.Printf("\nGit's own server (git http-backend) serves the kustomize example at %s;\n", gitExample)
 		fmt.Println("the Release demo/podinfo-git takes overlays/prod from there: kubectl convoy release get podinfo-git -n demo")
+		if *chartDir != "" {
+			fmt.Printf("and the example chart at %s, which the Release demo/web-git takes with its values-prod.yaml:\n", gitChartDir)
+			fmt.Println("kubectl convoy release get web-git -n demo")
+		}
 	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 
@@ -321,11 +338,16 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 	return ref, nil
 }
 
-// releaseFromGit commits tree, the files of dir, to the repository
-// podinfo.git under root (branch main), which server serves, and creates the Release
-// demo/podinfo-git of its overlays/prod, which acts as the example's
-// ServiceAccount. It returns the repository's URL.
-func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree) (string, error) {
+// gitChartDir is where the Git example holds the example chart's directory.
+const gitChartDir = "charts/web"
+
+// releaseFromGit commits tree, the files of dir (and of the example chart
+// under gitChartDir, withChart), to the repository podinfo.git under root
+// (branch main), which server serves, and creates the Release
+// demo/podinfo-git of its overlays/prod and, withChart, the Release
+// demo/web-git of the chart with its values-prod.yaml; both act as the
+// example's ServiceAccount. It returns the repository's URL.
+func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree, withChart bool) (string, error) {
 	repo, err := gitserver.InitBare(root, "podinfo.git")
 	if err != nil {
 		return "", fmt.Errorf("creating the Git repository: %w", err)
@@ -353,6 +375,15 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 	}
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Release demo/podinfo-git: %w", err)
+	}
+	if withChart {
+		web := release.DeepCopy()
+		web.Name = "web-git"
+		web.Spec.Source.Git.Path = gitChartDir
+		web.Spec.Content = &convoyv1alpha1.ReleaseContent{ValuesFiles: []convoyv1alpha1.ValuesFile{{Path: "values-prod.yaml"}}}
+		if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+			return "", fmt.Errorf("creating the Release demo/web-git: %w", err)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "local-up: committed %s to %s and created the Release demo/podinfo-git\n", dir, url)
 	return url, nil

@@ -17,8 +17,10 @@ import (
 // chart200 renders 200 objects: 100 ConfigMaps, 50 Deployments, 50 Services.
 func chart200(b *testing.B) *Renderer {
 	files := map[string]string{
-		"Chart.yaml":  "apiVersion: v2\nname: big\nversion: 0.1.0\n",
-		"values.yaml": "image: nginx:1\nreplicas: 2\n",
+		"Chart.yaml": "apiVersion: v2\nname: big\nversion: 0.1.0\n",
+		// Read only by BenchmarkRenderChart200ValuesFile.
+		"values-prod.yaml": "replicas: 3\n",
+		"values.yaml":      "image: nginx:1\nreplicas: 2\n",
 		"templates/_helpers.tpl": `{{- define "big.labels" -}}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -98,6 +100,16 @@ func benchmarkRender(b *testing.B, rel *convoyv1alpha1.Release) {
 func BenchmarkRenderChart200(b *testing.B) {
 	benchmarkRender(b, release("src", func(s *convoyv1alpha1.ReleaseSpec) {
 		s.Content = &convoyv1alpha1.ReleaseContent{Values: raw(b, map[string]any{"replicas": 3})}
+	}))
+}
+
+// BenchmarkRenderChart200ValuesFile renders the same as
+// BenchmarkRenderChart200, its values from the chart's own values-prod.yaml
+// (spec.content.valuesFiles) instead of inline: the cost of reading the
+// packaged chart's files in the server's process.
+func BenchmarkRenderChart200ValuesFile(b *testing.B) {
+	benchmarkRender(b, release("src", func(s *convoyv1alpha1.ReleaseSpec) {
+		s.Content = &convoyv1alpha1.ReleaseContent{ValuesFiles: []convoyv1alpha1.ValuesFile{{Path: "values-prod.yaml"}}}
 	}))
 }
 

@@ -25,11 +25,12 @@ import (
 )
 
 // renderChart renders a packaged Helm chart: it reads the Release's values
-// (spec.content, as its identity) here, and templates the chart with the
+// (spec.content: the chart's own valuesFiles, and valuesFrom as its
+// identity) here, and templates the chart with the
 // Renderer's ChartRunner, which convoy-apiserver runs in a child process
 // (Sandbox) so that a runaway template can be stopped.
 func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *failure.Error) {
-	vals, verr := r.values(ctx, release)
+	vals, verr := r.values(ctx, release, where, packagedFiles(where, tgz))
 	if verr != nil {
 		return nil, verr
 	}

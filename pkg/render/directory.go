@@ -84,7 +84,7 @@ func (r *Renderer) renderDirectory(ctx context.Context, release *convoyv1alpha1.
 		return rest, ok
 	}
 	if _, ok := files[path.Join(dir, chartFile)]; ok {
-		vals, verr := r.values(ctx, release)
+		vals, verr := r.values(ctx, release, where, directoryFiles(files, dir))
 		if verr != nil {
 			return nil, verr
 		}

@@ -8,18 +8,19 @@ import "github.com/kumodo/convoy-apiserver/pkg/failure"
 //
 // Messages count positions as follows: "document N" is the N-th non-empty
 // YAML document of a key, from 1, as an editor counts them; "item N" is the
-// N-th item of a List, from 1; "valuesFrom N" and "mutation N" are indexes
-// into spec.content.valuesFrom and spec.mutations, from 0, as in
+// N-th item of a List, from 1; "valuesFiles N", "valuesFrom N" and
+// "mutation N" are indexes into spec.content.valuesFiles,
+// spec.content.valuesFrom and spec.mutations, from 0, as in
 // spec.mutations[N].
 var (
 	ReasonValuesNotFound = failure.Declare(failure.Reason{
 		Name: "ValuesNotFound", Class: failure.ClassNotFound, Shows: failure.InSyncAndResponse,
-		Means:  "a valuesFrom object or key is missing and not optional",
-		Action: "create the ConfigMap or Secret (or the key) spec.content.valuesFrom names, or mark it optional",
+		Means:  "a valuesFrom object or key, or a valuesFiles file of the chart's directory, is missing and not optional",
+		Action: "create the ConfigMap or Secret (or the key) spec.content.valuesFrom names, or add the file spec.content.valuesFiles names to the source, or mark it optional",
 	})
 	ReasonValuesInvalid = failure.Declare(failure.Reason{
 		Name: "ValuesInvalid", Class: failure.ClassInvalid, Shows: failure.InSyncAndResponse,
-		Means:  "values that do not parse to a map, a valuesFrom of an unknown kind, or values that fail the chart's values.schema.json",
+		Means:  "values that do not parse to a map, a valuesFrom of an unknown kind, a valuesFiles path outside the chart's directory, or values that fail the chart's values.schema.json",
 		Action: "correct the values as the message says",
 	})
 	ReasonManifestInvalid = failure.Declare(failure.Reason{

@@ -78,6 +78,10 @@ type Limits struct {
 	// process can take (docs/contributors/performance.md: what a render
 	// needs).
 	Memory int
+	// MaxValuesFileBytes bounds one file of spec.content.valuesFiles
+	// (--max-values-file-bytes, default 1 MiB): a larger one is refused
+	// before it is parsed.
+	MaxValuesFileBytes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -92,6 +96,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Memory <= 0 {
 		l.Memory = DefaultMemory
+	}
+	if l.MaxValuesFileBytes <= 0 {
+		l.MaxValuesFileBytes = DefaultMaxValuesFileBytes
 	}
 	return l
 }

@@ -18,19 +18,31 @@ import (
 const defaultValuesKey = "values.yaml"
 
 // values reads spec.content of a Release into Helm's user-supplied values:
-// each valuesFrom entry in order, then the inline values, merged the way
-// `helm template -f a.yaml -f b.yaml` merges its files (Helm's
-// loader.MergeMaps: maps merge deeply, any other value of a later source
-// replaces the earlier one). The chart's own values.yaml is coalesced under
-// them later, by Helm.
+// each valuesFiles file of the chart (read from files; where names the
+// chart), then each valuesFrom entry, in order, then the inline values,
+// merged the way `helm template -f a.yaml -f b.yaml` merges its files
+// (Helm's loader.MergeMaps: maps merge deeply, any other value of a later
+// source replaces the earlier one; a null stays, and deletes the chart's
+// default when Helm coalesces). The chart's own values.yaml is coalesced
+// under them later, by Helm.
 //
-// Only charts read values: a Release whose source holds plain manifests does
-// not read its valuesFrom objects at all, so a missing one does not fail it.
-func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release) (map[string]any, *failure.Error) {
+// Only charts read values: a Release whose source holds plain manifests or
+// a kustomization reads neither its valuesFiles nor its valuesFrom objects,
+// so a missing one does not fail it.
+func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release, where string, files chartFiles) (map[string]any, *failure.Error) {
 	vals := map[string]any{}
 	content := release.Spec.Content
 	if content == nil {
 		return vals, nil
+	}
+	for i, f := range content.ValuesFiles {
+		m, err := r.valuesFile(where, i, f, files)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			vals = loader.MergeMaps(vals, m)
+		}
 	}
 	for i, ref := range content.ValuesFrom {
 		data, err := r.valuesData(ctx, release.Namespace, i, ref)

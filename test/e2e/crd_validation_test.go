@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -80,6 +81,21 @@ func TestCRDValidation(t *testing.T) {
 			wantErr: "must not hold credentials (user:password@): use secretRef"},
 		{name: "OCI repository URL without credentials", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test:5000/charts/web", tag: "1"}}`)},
+		{name: "values files of the chart's directory", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main}, path: charts/web}}
+  content: {valuesFiles: [{path: values-prod.yaml}, {path: ./env/staging.yaml, optional: true}]}`)},
+		{name: "values file out of the chart's directory", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main}, path: charts/web}}
+  content: {valuesFiles: [{path: ../../envs/prod.yaml}]}`), wantErr: "spec.content.valuesFiles[0].path: Invalid value: \"../../envs/prod.yaml\": must be relative to the chart's directory and within it"},
+		{name: "values file by an absolute path", object: release(`
+  source: {configMap: {name: m}}
+  content: {valuesFiles: [{path: /etc/passwd}]}`), wantErr: "must be relative to the chart's directory and within it"},
+		{name: "values file without a path", object: release(`
+  source: {configMap: {name: m}}
+  content: {valuesFiles: [{optional: true}]}`), wantErr: "spec.content.valuesFiles[0].path: Required value"},
+		{name: "too many values files", object: release(`
+  source: {configMap: {name: m}}
+  content: {valuesFiles: [` + strings.TrimSuffix(strings.Repeat("{path: v.yaml}, ", 17), ", ") + `]}`), wantErr: "must have at most 16 items"},
 		{name: "OCI repository path out of the bundle", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", path: "a/../../etc"}}`), wantErr: "must be relative to the bundle's root"},
 		{name: "Git source", object: release(`

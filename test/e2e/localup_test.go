@@ -257,7 +257,8 @@ func ociExample(t *testing.T, kubeconfig string) {
 // gitExample follows demo/podinfo-git, the Release of make run whose
 // kustomize overlay is in the local Git repository (git http-backend):
 // applied by the stand-in, InSync and Healthy, its /diff names the branch
-// and the commit it resolved to.
+// and the commit it resolved to; and demo/web-git, the example chart's
+// directory in the same repository with its values file.
 func gitExample(t *testing.T, kubeconfig string) {
 	t.Helper()
 	d := exampleGoesRound(t, kubeconfig, "podinfo-git")
@@ -265,6 +266,18 @@ func gitExample(t *testing.T, kubeconfig string) {
 	assert.Equal(t, "refs/heads/main", d.ResolvedSource.Ref)
 	assert.Regexp(t, `^[0-9a-f]{40}$`, d.ResolvedSource.Commit)
 	assert.Contains(t, d.ResolvedSource.URL, "/podinfo.git")
+
+	// The example chart's directory in the same repository, with its
+	// values-prod.yaml (replicas: 3 over the chart's 2).
+	d = exampleGoesRound(t, kubeconfig, "web-git")
+	assert.Equal(t, "refs/heads/main", d.ResolvedSource.Ref)
+	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	kube, err := kubernetes.NewForConfig(config)
+	require.NoError(t, err)
+	dep, err := kube.AppsV1().Deployments("demo").Get(context.Background(), "web-git", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), *dep.Spec.Replicas, "values-prod.yaml over the chart's values.yaml")
 }
 
 // exampleGoesRound waits until the Release demo/NAME of make run was

@@ -287,11 +287,34 @@ type ReleaseContent struct {
 	// +kubebuilder:validation:Schemaless
 	Values *runtime.RawExtension `json:"values,omitempty"`
 
-	// valuesFrom are read and merged in order, before values.
+	// valuesFiles are YAML files of the Release's own source, read from the
+	// chart's directory (a chart's directory in Git, a ConfigMap or a
+	// bundle, or a packaged chart's own files) and merged in order after the
+	// chart's values.yaml and before valuesFrom and values, as helm's -f.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	ValuesFiles []ValuesFile `json:"valuesFiles,omitempty"`
+
+	// valuesFrom are read and merged in order, after valuesFiles and before
+	// values.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
 	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+}
+
+// ValuesFile is a values file of the Release's source.
+type ValuesFile struct {
+	// path of the file, relative to the chart's directory and within it
+	// (values-prod.yaml, env/prod.yaml).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="must be relative to the chart's directory and within it: no leading / and no .. element"
+	Path string `json:"path"`
+	// optional: a missing file is skipped instead of failing the render.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
 }
 
 // ValuesReference points at Helm values in a ConfigMap or Secret of the

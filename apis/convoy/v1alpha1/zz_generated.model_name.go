@@ -252,6 +252,11 @@ func (in SyncPolicy) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ValuesFile) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesFile"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ValuesReference) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference"
 }

@@ -98,7 +98,7 @@ func NewOptions() *Options {
 			CELCostLimit:     health.DefaultCostLimit,
 			Render: render.Limits{
 				Timeout: render.DefaultTimeout, MaxObjects: render.DefaultMaxObjects, MaxBytes: render.DefaultMaxBytes,
-				Memory: render.DefaultMemory,
+				Memory: render.DefaultMemory, MaxValuesFileBytes: render.DefaultMaxValuesFileBytes,
 			},
 			RenderConcurrency: 4,
 			Contests:          contest.Options{Heals: contest.DefaultHeals, Window: contest.DefaultWindow, MaxBackoff: contest.DefaultMaxBackoff},
@@ -176,6 +176,8 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 		"Most bytes of JSON a render may take, and a stored render may inflate to (RenderTooLarge, StoredRenderTooLarge).")
 	renders.IntVar(&o.Render.Memory, "render-memory-limit", o.Render.Memory,
 		"Most bytes of memory the process that templates one chart may take, enforced by the kernel (RLIMIT_DATA); past it the process is stopped (RenderMemoryExceeded). Children at once (--max-concurrent-renders) times this, plus the server's own peak, must fit the container's memory limit.")
+	renders.IntVar(&o.Render.MaxValuesFileBytes, "max-values-file-bytes", o.Render.MaxValuesFileBytes,
+		"Most bytes of one file of spec.content.valuesFiles; a larger one is refused before it is parsed (ValuesFileTooLarge).")
 	renders.IntVar(&o.RenderConcurrency, "max-concurrent-renders", o.RenderConcurrency,
 		"Charts templated at once, by the loops and the subresources together; a render waits for a slot within its timeout.")
 
@@ -275,8 +277,8 @@ func (o *Options) Validate() error {
 	if o.Cache && (o.CacheMaxAge <= 0 || o.Target.ListFreshness <= 0 || o.RenderCacheBytes <= 0) {
 		errs = append(errs, fmt.Errorf("--cache-max-age, --list-freshness and --render-cache-bytes must be positive with --cache"))
 	}
-	if o.Render.Timeout <= 0 || o.Render.MaxObjects <= 0 || o.Render.MaxBytes <= 0 || o.RenderConcurrency <= 0 {
-		errs = append(errs, fmt.Errorf("--render-timeout, --max-render-objects, --max-render-bytes and --max-concurrent-renders must be positive"))
+	if o.Render.Timeout <= 0 || o.Render.MaxObjects <= 0 || o.Render.MaxBytes <= 0 || o.Render.MaxValuesFileBytes <= 0 || o.RenderConcurrency <= 0 {
+		errs = append(errs, fmt.Errorf("--render-timeout, --max-render-objects, --max-render-bytes, --max-values-file-bytes and --max-concurrent-renders must be positive"))
 	}
 	// The Go runtime and the binary take about 85 MiB of it before the
 	// chart is read.

@@ -112,6 +112,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.SelfHealStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SyncPolicy"):
 		return &convoyv1alpha1.SyncPolicyApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ValuesFile"):
+		return &convoyv1alpha1.ValuesFileApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ValuesReference"):
 		return &convoyv1alpha1.ValuesReferenceApplyConfiguration{}
 

@@ -80,6 +80,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SecretKeyReference{}.OpenAPIModelName():               schema_convoy_apiserver_apis_convoy_v1alpha1_SecretKeyReference(ref),
 		v1alpha1.SelfHealStatus{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_SelfHealStatus(ref),
 		v1alpha1.SyncPolicy{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_SyncPolicy(ref),
+		v1alpha1.ValuesFile{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesFile(ref),
 		v1alpha1.ValuesReference{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref),
 		subresourcesv1alpha1.ContestedField{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ContestedField(ref),
 		subresourcesv1alpha1.EntryHealth{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref),
@@ -1578,6 +1579,24 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseContent(ref common.Refe
 							Ref:         ref(runtime.RawExtension{}.OpenAPIModelName()),
 						},
 					},
+					"valuesFiles": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "valuesFiles are YAML files of the Release's own source, read from the chart's directory (a chart's directory in Git, a ConfigMap or a bundle, or a packaged chart's own files) and merged in order after the chart's values.yaml and before valuesFrom and values, as helm's -f.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.ValuesFile{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
 					"valuesFrom": {
 						VendorExtensible: spec.VendorExtensible{
 							Extensions: spec.Extensions{
@@ -1585,7 +1604,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseContent(ref common.Refe
 							},
 						},
 						SchemaProps: spec.SchemaProps{
-							Description: "valuesFrom are read and merged in order, before values.",
+							Description: "valuesFrom are read and merged in order, after valuesFiles and before values.",
 							Type:        []string{"array"},
 							Items: &spec.SchemaOrArray{
 								Schema: &spec.Schema{
@@ -1600,7 +1619,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseContent(ref common.Refe
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ValuesReference{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+			v1alpha1.ValuesFile{}.OpenAPIModelName(), v1alpha1.ValuesReference{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
 	}
 }
 
@@ -2178,6 +2197,35 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_SyncPolicy(ref common.Referenc
 		},
 		Dependencies: []string{
 			v1alpha1.AutomaticSync{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesFile(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ValuesFile is a values file of the Release's source.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"path": {
+						SchemaProps: spec.SchemaProps{
+							Description: "path of the file, relative to the chart's directory and within it (values-prod.yaml, env/prod.yaml).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"optional": {
+						SchemaProps: spec.SchemaProps{
+							Description: "optional: a missing file is skipped instead of failing the render.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"path"},
+			},
+		},
 	}
 }
 

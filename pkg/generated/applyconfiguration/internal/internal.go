@@ -532,6 +532,12 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: values
       type:
         namedType: __untyped_atomic_
+    - name: valuesFiles
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesFile
+          elementRelationship: atomic
     - name: valuesFrom
       type:
         list:
@@ -723,6 +729,16 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: interval
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesFile
+  map:
+    fields:
+    - name: optional
+      type:
+        scalar: boolean
+    - name: path
+      type:
+        scalar: string
+      default: ""
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference
   map:
     fields:

@@ -29,7 +29,13 @@ import (
 type ReleaseContentApplyConfiguration struct {
 	// values are Helm values, merged last.
 	Values *runtime.RawExtension `json:"values,omitempty"`
-	// valuesFrom are read and merged in order, before values.
+	// valuesFiles are YAML files of the Release's own source, read from the
+	// chart's directory (a chart's directory in Git, a ConfigMap or a
+	// bundle, or a packaged chart's own files) and merged in order after the
+	// chart's values.yaml and before valuesFrom and values, as helm's -f.
+	ValuesFiles []ValuesFileApplyConfiguration `json:"valuesFiles,omitempty"`
+	// valuesFrom are read and merged in order, after valuesFiles and before
+	// values.
 	ValuesFrom []ValuesReferenceApplyConfiguration `json:"valuesFrom,omitempty"`
 }
 
@@ -44,6 +50,19 @@ func ReleaseContent() *ReleaseContentApplyConfiguration {
 // If called multiple times, the Values field is set to the value of the last call.
 func (b *ReleaseContentApplyConfiguration) WithValues(value runtime.RawExtension) *ReleaseContentApplyConfiguration {
 	b.Values = &value
+	return b
+}
+
+// WithValuesFiles adds the given value to the ValuesFiles field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the ValuesFiles field.
+func (b *ReleaseContentApplyConfiguration) WithValuesFiles(values ...*ValuesFileApplyConfiguration) *ReleaseContentApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithValuesFiles")
+		}
+		b.ValuesFiles = append(b.ValuesFiles, *values[i])
+	}
 	return b
 }
 
