@@ -36,10 +36,12 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
@@ -47,6 +49,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/controlplane"
+	"github.com/kumodo/convoy-apiserver/internal/cosigner"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/internal/standin"
@@ -248,7 +251,8 @@ func run() error {
 	}
 	if ociExample != "" {
 		fmt.Printf("\nAn OCI registry serves the example chart at %s;\n", ociExample)
-		fmt.Println("the Release demo/web takes it from there: kubectl convoy release get web -n demo")
+		fmt.Println("the Release demo/web takes it from there, once its signature verifies (spec.source.ociRepository.verify):")
+		fmt.Println("kubectl convoy release get web -n demo")
 	}
 	if gitExample != "" {
 		fmt.Printf("\nGit's own server (git http-backend) serves the kustomize example at %s;\n", gitExample)
@@ -284,9 +288,12 @@ func run() error {
 }
 
 // releaseFromRegistry packages the chart of chartDir as helm package does,
-// pushes it to the registry as helm push does (charts/NAME:VERSION), and
-// creates the Release demo/web of that tag, which acts as the example's
-// ServiceAccount. It returns the chart's reference.
+// pushes it to the registry as helm push does (charts/NAME:VERSION), signs
+// its digest with a key made for this run (a Sigstore bundle as an OCI
+// referrer, as cosign v3 does), keeps the public key in the Secret
+// demo/web-signing-keys, and creates the Release demo/web of that tag,
+// which verifies that signature and acts as the example's ServiceAccount.
+// It returns the chart's reference.
 func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, registry *ociregistry.Server, chartDir string) (string, error) {
 	chrt, err := loader.LoadDir(chartDir)
 	if err != nil {
@@ -310,8 +317,30 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 		return "", err
 	}
 	repo, tag := "charts/"+chrt.Metadata.Name, chrt.Metadata.Version
-	if _, err := registry.PushChart(ctx, repo, tag, tgz, meta); err != nil {
+	digest, err := registry.PushChart(ctx, repo, tag, tgz, meta)
+	if err != nil {
 		return "", fmt.Errorf("pushing the example chart: %w", err)
+	}
+	// Signed as cosign v3 signs (a Sigstore bundle attached as an OCI
+	// referrer), with a key made for this run: no private key is kept.
+	signer, pub, err := cosigner.GenerateKey()
+	if err != nil {
+		return "", err
+	}
+	signed, err := registry.Digest(repo, digest)
+	if err != nil {
+		return "", err
+	}
+	if err := cosigner.SignReferrer(ctx, signed, signer, registry.ClientOptions(ctx)...); err != nil {
+		return "", fmt.Errorf("signing the example chart: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
+	if err != nil {
+		return "", err
+	}
+	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-signing-keys"}, Data: map[string][]byte{"local-up.pub": pub}}
+	if _, err := kube.CoreV1().Secrets("demo").Create(ctx, keys, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating the Secret demo/web-signing-keys: %w", err)
 	}
 	convoy, err := convoyclient.NewForConfig(cp.AdminConfig())
 	if err != nil {
@@ -321,9 +350,10 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
 		Spec: convoyv1alpha1.ReleaseSpec{
 			ServiceAccountName: "podinfo-deployer",
-			Source:             convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: registry.URL(repo), Tag: tag}},
-			Content:            &convoyv1alpha1.ReleaseContent{Values: &runtime.RawExtension{Raw: []byte(`{"message":"hello from demo/web"}`)}},
-			SyncPolicy:         convoyv1alpha1.SyncPolicy{Automatic: &convoyv1alpha1.AutomaticSync{}, Interval: &metav1.Duration{Duration: 30 * time.Second}},
+			Source: convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: registry.URL(repo), Tag: tag,
+				Verify: &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: keys.Name}}}},
+			Content:    &convoyv1alpha1.ReleaseContent{Values: &runtime.RawExtension{Raw: []byte(`{"message":"hello from demo/web"}`)}},
+			SyncPolicy: convoyv1alpha1.SyncPolicy{Automatic: &convoyv1alpha1.AutomaticSync{}, Interval: &metav1.Duration{Duration: 30 * time.Second}},
 			HealthAssessment: &convoyv1alpha1.HealthAssessment{
 				GlobalRuleSetSelector: &convoyv1alpha1.LabelSelector{MatchLabels: map[string]string{"convoy.kumodo.io/default": "true"}},
 				Deadline:              &metav1.Duration{Duration: 5 * time.Minute},
@@ -333,9 +363,9 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Release demo/web: %w", err)
 	}
-	ref := registry.URL(repo) + ":" + tag
-	fmt.Fprintf(os.Stderr, "local-up: pushed %s and created the Release demo/web\n", ref)
-	return ref, nil
+	pushed := registry.URL(repo) + ":" + tag
+	fmt.Fprintf(os.Stderr, "local-up: pushed and signed %s and created the Release demo/web\n", pushed)
+	return pushed, nil
 }
 
 // gitChartDir is where the Git example holds the example chart's directory.

@@ -55,6 +55,9 @@ type Options struct {
 	// Hook, when set, sees every request first and answers it itself when
 	// it returns true.
 	Hook func(w http.ResponseWriter, r *http.Request) bool
+	// NoReferrers turns the OCI referrers API off (404), as on registries
+	// that predate it: clients fall back to the sha256-HEX tag schema.
+	NoReferrers bool
 }
 
 // Request is one request the registry got.
@@ -76,7 +79,7 @@ type Server struct {
 // Start starts a registry on 127.0.0.1.
 func Start(opts Options) (*Server, error) {
 	s := &Server{opts: opts}
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(!opts.NoReferrers))
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Authorized: r.Header.Get("Authorization") != ""})
@@ -157,6 +160,19 @@ func (s *Server) options(ctx context.Context) []remote.Option {
 		opts = append(opts, remote.WithTransport(t))
 	}
 	return opts
+}
+
+// ClientOptions are the options of a client of the registry (its
+// credentials and certificate), for tests that write to it (signatures).
+func (s *Server) ClientOptions(ctx context.Context) []remote.Option { return s.options(ctx) }
+
+// Digest is repo@digest on the registry.
+func (s *Server) Digest(repo, digest string) (name.Digest, error) {
+	var opts []name.Option
+	if !s.opts.TLS {
+		opts = append(opts, name.Insecure)
+	}
+	return name.NewDigest(s.Host()+"/"+repo+"@"+digest, opts...)
 }
 
 // reference is the tag of repo on the registry.

@@ -23,16 +23,18 @@ const (
 	CacheCompare = "compare"
 	// CacheVerdict holds the health rules' verdicts of objects.
 	CacheVerdict = "verdict"
+	// CacheSignature holds the verdicts of sources' signatures.
+	CacheSignature = "signature"
 )
 
 // Caches lists the caches counted, in the order the reference lists them.
-var Caches = []string{CacheSource, CacheResolve, CacheRender, CacheBuild, CacheCompare, CacheVerdict}
+var Caches = []string{CacheSource, CacheResolve, CacheRender, CacheBuild, CacheCompare, CacheVerdict, CacheSignature}
 
 var metricSet = metricset.New()
 
 var lookups = metricSet.CounterVec(&metrics.CounterOpts{
 	Name: "convoy_cache_lookups_total",
-	Help: "Lookups of convoy-apiserver's caches by cache (source, resolve, render, build, compare, verdict) and result (hit: the answer was reused; miss: " +
+	Help: "Lookups of convoy-apiserver's caches by cache (source, resolve, render, build, compare, verdict, signature) and result (hit: the answer was reused; miss: " +
 		"it was fetched, rendered, built, dry-run or evaluated again). hit / (hit + miss) is the cache's hit rate.",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"cache", "result"})

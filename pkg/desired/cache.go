@@ -114,7 +114,8 @@ type input struct {
 // (the render then says why). A source in a registry or a repository is
 // keyed by the digest it resolves to now (next resolves it, which costs a
 // request per tag or index and credentials per --source-resolve-max-age at
-// most) and by its Secrets.
+// most) and by its Secrets (credentials, certificates, the keys its
+// signature is verified with).
 func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Access, release *convoyv1alpha1.Release) (string, bool) {
 	src := release.Spec.Source
 	if access.HomeSnapshots == nil {
@@ -139,6 +140,10 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 		inputs = append(inputs, input{resource: configMapsResource, name: src.ConfigMap.Name})
 	case src.OCIRepository != nil:
 		secretRefs(src.OCIRepository.SecretRef, src.OCIRepository.CertSecretRef)
+		if v := src.OCIRepository.Verify; v != nil {
+			// A key removed from the Secret renders again, verified again.
+			secretRefs(v.SecretRef)
+		}
 	case src.HelmRepository != nil:
 		secretRefs(src.HelmRepository.SecretRef, src.HelmRepository.CertSecretRef)
 	case src.Git != nil:

@@ -176,12 +176,13 @@ func (r *resolvingRenderer) ResolveSource(context.Context, *convoyv1alpha1.Relea
 }
 
 // A Release whose source is in a registry is rendered again when its tag
-// resolves to another digest or its pull Secret changes, and never taken
+// resolves to another digest or its pull Secret or its verification keys
+// change, and never taken
 // from the cache when its source cannot be resolved (the render says why).
 func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
 	scheme := runtime.NewScheme()
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	meta := metadatafake.NewSimpleMetadataClient(scheme, inputMeta("Secret", "pull", "1"))
+	meta := metadatafake.NewSimpleMetadataClient(scheme, inputMeta("Secret", "pull", "1"), inputMeta("Secret", "keys", "1"))
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	access := &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "default"},
 		HomeSnapshots: cluster.NewSnapshots(meta, time.Nanosecond, clk), Target: &cluster.Target{}}
@@ -189,7 +190,8 @@ func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
 	next := &resolvingRenderer{digest: "sha256:aaa"}
 	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
 		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{
-			URL: "oci://registry.example/web", Tag: "stable", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "pull"}}}}}
+			URL: "oci://registry.example/web", Tag: "stable", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "pull"},
+			Verify: &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}}}
 	render := func() {
 		clk.Step(time.Millisecond)
 		_, err := cache.Renderer(next, access).Render(context.Background(), release)
@@ -207,11 +209,15 @@ func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
 	require.NoError(t, err)
 	render()
 	assert.Equal(t, 3, next.n, "the pull Secret changed")
+	_, err = meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta("Secret", "keys", "2"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	render()
+	assert.Equal(t, 4, next.n, "the keys to verify with changed: verified again")
 
 	next.err = errors.New("registry down")
 	render()
 	render()
-	assert.Equal(t, 5, next.n, "no key without a digest: rendered, which tells why")
+	assert.Equal(t, 6, next.n, "no key without a digest: rendered, which tells why")
 
 	plain := &countingRenderer{}
 	_, err = cache.Renderer(plain, access).Render(context.Background(), release)

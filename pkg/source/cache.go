@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -132,5 +133,20 @@ func (f *Fetcher) isConfirmed(key string) bool {
 func (f *Fetcher) confirm(key string) {
 	if f.confirmed != nil {
 		f.confirmed.Put(key, true)
+	}
+}
+
+// getSignature is the signature an artifact was verified with for key
+// (namespace, origin, digest, provider, keys), within ResolveMaxAge.
+func (f *Fetcher) getSignature(key string) (*subresourcesv1alpha1.SourceSignature, bool) {
+	if f.signatures == nil {
+		return nil, false
+	}
+	return f.signatures.Get(key)
+}
+
+func (f *Fetcher) putSignature(key string, sig *subresourcesv1alpha1.SourceSignature) {
+	if f.signatures != nil {
+		f.signatures.Put(key, sig)
 	}
 }

@@ -90,6 +90,7 @@ func countRefusal(err error) error {
 var refusalReasons = []string{
 	egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonDigestMismatch,
 	ReasonArtifactUnsupported, ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
+	ReasonSignatureUnverified,
 }
 
 // Every kind and outcome of fetches and resolves, and every refusal, starts
@@ -98,6 +99,9 @@ func RegisterMetrics() {
 	metricSet.Register()
 	for _, reason := range refusalReasons {
 		refusals.WithLabelValues(reason)
+	}
+	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
+		verifications.WithLabelValues(ProviderCosign, outcome)
 	}
 	for _, outcome := range []string{outcomeSuccess, outcomeFailure, outcomeRefusal} {
 		for _, kind := range []string{"configMap", "ociRepository", "helmRepository", "git"} {

@@ -142,6 +142,12 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 	}
 	ref := r.repo.Digest(r.resolved.Digest)
 	out := &Source{Where: where, Resolved: r.resolved}
+	if src.Verify != nil {
+		// The digest verified is the one fetched below: no second resolve.
+		if out.Resolved.Verified, err = f.verifyOCI(ctx, namespace, src, inputs, r, ref, where); err != nil {
+			return nil, nil, err
+		}
+	}
 
 	content := contentKey("oci\x00"+r.repo.String(), r.resolved.Digest)
 	accessKey := content + "\x00" + r.creds.key

@@ -31,6 +31,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
+	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/flight"
@@ -109,6 +110,9 @@ type Options struct {
 	MaxGitRefs int
 	// UserAgent is sent with every request.
 	UserAgent string
+	// Signatures bound the signatures read to verify an artifact
+	// (cosign.Limits; zero: its defaults).
+	Signatures cosign.Limits
 	// Clock is the caches' clock; nil: the real one.
 	Clock clock.PassiveClock
 }
@@ -232,8 +236,11 @@ type Fetcher struct {
 	confirmed   *agecache.Cache[string, bool]
 	// gitListings are Git ref listings by URL and credentials.
 	gitListings *agecache.Cache[string, git.Refs]
-	clients     *agecache.Cache[string, *client]
-	pullers     *agecache.Cache[string, *remote.Puller]
+	// signatures are the verdicts of verifications by namespace, origin,
+	// digest, provider and keys (verifyOCI).
+	signatures *agecache.Cache[string, *subresourcesv1alpha1.SourceSignature]
+	clients    *agecache.Cache[string, *client]
+	pullers    *agecache.Cache[string, *remote.Puller]
 	// flights share the requests in flight, each in a slot (shared).
 	flights *flight.Group
 	// dialControl, when set, is the dialers' Control in place of the
@@ -259,6 +266,7 @@ func NewFetcher(opts Options) *Fetcher {
 		f.indexes = agecache.New[string, *helmrepo.Index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*helmrepo.Index).Size)
 		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
 		f.gitListings = agecache.New[string, git.Refs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, git.Refs.Size)
+		f.signatures = agecache.New[string, *subresourcesv1alpha1.SourceSignature](entries, opts.ResolveMaxAge, opts.Clock, nil)
 	}
 	// Clients (their connections, and a registry's tokens) are kept per
 	// host and credentials whatever the cache.

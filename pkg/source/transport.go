@@ -67,7 +67,8 @@ func (f *Fetcher) clientFor(tlsCfg *tls.Config, tlsKey string) *client {
 }
 
 // guard refuses plain http but to loopback addresses for local
-// development, and bounds the registry's manifests.
+// development, and bounds the registry's manifests and referrers indexes
+// (--max-artifact-bytes).
 type guard struct {
 	next          http.RoundTripper
 	plainLoopback bool
@@ -80,14 +81,23 @@ func (g *guard) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.URL.Scheme, req.URL.Host)
 	}
 	resp, err := g.next.RoundTrip(req)
-	if err != nil || req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/manifests/") {
+	if err != nil || req.Method != http.MethodGet {
 		return resp, err
+	}
+	what := "the manifest"
+	switch {
+	case strings.Contains(req.URL.Path, "/manifests/"):
+	case strings.Contains(req.URL.Path, "/referrers/"):
+		// The listing of an artifact's referrers (its signatures).
+		what = "the referrers index"
+	default:
+		return resp, nil
 	}
 	if resp.ContentLength > g.maxManifest {
 		resp.Body.Close()
-		return nil, tooLarge("the manifest", resp.ContentLength, g.maxManifest)
+		return nil, tooLarge(what, resp.ContentLength, g.maxManifest)
 	}
-	resp.Body = limitedBody(resp.Body, "the manifest", g.maxManifest)
+	resp.Body = limitedBody(resp.Body, what, g.maxManifest)
 	return resp, nil
 }
 

@@ -96,6 +96,12 @@ func TestCRDValidation(t *testing.T) {
 		{name: "too many values files", object: release(`
   source: {configMap: {name: m}}
   content: {valuesFiles: [` + strings.TrimSuffix(strings.Repeat("{path: v.yaml}, ", 17), ", ") + `]}`), wantErr: "must have at most 16 items"},
+		{name: "verified OCI source", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, secretRef: {name: keys}}}}`)},
+		{name: "verification by an unknown provider", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: notation, secretRef: {name: keys}}}}`), wantErr: `spec.source.ociRepository.verify.provider: Unsupported value: "notation"`},
+		{name: "verification without keys", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign}}}`), wantErr: "secretRef is required: keyless verification (matchOIDCIdentity) is not built yet"},
 		{name: "OCI repository path out of the bundle", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", path: "a/../../etc"}}`), wantErr: "must be relative to the bundle's root"},
 		{name: "Git source", object: release(`

@@ -245,13 +245,17 @@ func loopOfTheExample(t *testing.T, kubeconfig string) {
 
 // ociExample follows demo/web, the Release of make run whose chart is in
 // the local OCI registry: applied by the stand-in, InSync and Healthy, its
-// /diff names the tag and the digest it resolved to.
+// /diff names the tag and the digest it resolved to, and the signature
+// local-up wrote and convoy-apiserver verified.
 func ociExample(t *testing.T, kubeconfig string) {
 	t.Helper()
 	d := exampleGoesRound(t, kubeconfig, "web")
 	assert.Equal(t, "1.0.0", d.ResolvedSource.Tag)
 	assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, d.ResolvedSource.Digest)
 	assert.Contains(t, d.ResolvedSource.URL, "/charts/web")
+	require.NotNil(t, d.ResolvedSource.Verified, "signed by local-up, verified")
+	assert.Equal(t, "local-up.pub", d.ResolvedSource.Verified.Key)
+	assert.Equal(t, "referrer", d.ResolvedSource.Verified.Layout)
 }
 
 // gitExample follows demo/podinfo-git, the Release of make run whose

@@ -269,6 +269,25 @@ type OCIRepositorySource struct {
 	// optionally tls.crt and tls.key (a client certificate).
 	// +optional
 	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
+	// verify makes a signature of the artifact a condition of its render:
+	// the digest the tag resolved to must carry a signature that verifies,
+	// or nothing of it is rendered, compared or shown.
+	// +optional
+	Verify *OCIVerification `json:"verify,omitempty"`
+}
+
+// OCIVerification says whose signatures an OCI artifact must carry.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef)",message="secretRef is required: keyless verification (matchOIDCIdentity) is not built yet"
+type OCIVerification struct {
+	// provider of the signatures: cosign (the legacy sha256-HEX.sig tag
+	// and Sigstore bundles attached as OCI referrers).
+	// +kubebuilder:validation:Enum=cosign
+	Provider string `json:"provider"`
+	// secretRef names a Secret of the Release's namespace, read as the
+	// Release's ServiceAccount, whose keys ending in .pub each hold a PEM
+	// public key: a signature by any of them verifies.
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
 }
 
 // LocalObjectReference names an object of the Release's namespace.

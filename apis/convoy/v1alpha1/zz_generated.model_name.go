@@ -167,6 +167,11 @@ func (in OCIRepositorySource) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in OCIVerification) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIVerification"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectKey) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ObjectKey"
 }

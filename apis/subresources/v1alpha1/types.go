@@ -58,6 +58,25 @@ type ResolvedSource struct {
 	// commit is the commit a GitRepository was read from.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+	// verified is the signature the artifact was verified with, when the
+	// source asks for one (spec.source.ociRepository.verify).
+	// +optional
+	Verified *SourceSignature `json:"verified,omitempty"`
+}
+
+// SourceSignature is a signature a source's artifact was verified with.
+type SourceSignature struct {
+	// provider is cosign.
+	Provider string `json:"provider"`
+	// key is the key of the verify Secret that holds the public key (ci.pub).
+	Key string `json:"key"`
+	// fingerprint is sha256: and the hex SHA-256 of the public key's DER
+	// SubjectPublicKeyInfo.
+	Fingerprint string `json:"fingerprint"`
+	// layout is where the signature was found: tag (the legacy
+	// sha256-HEX.sig tag) or referrer (a Sigstore bundle attached as an OCI
+	// referrer).
+	Layout string `json:"layout"`
 }
 
 // DiffResult is the outcome of a compare.

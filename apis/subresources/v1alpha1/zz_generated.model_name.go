@@ -85,3 +85,8 @@ func (in ReleaseSync) OpenAPIModelName() string {
 func (in ResolvedSource) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ResolvedSource"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in SourceSignature) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.SourceSignature"
+}

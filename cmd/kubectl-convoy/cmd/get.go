@@ -322,8 +322,17 @@ func gitRef(r convoyv1alpha1.GitReference) string {
 // resolved names what the source of the desired render resolved to: the
 // chart version of a Helm repository, the tag of an OCI artifact, and the
 // digest it was fetched and verified by; the ref and commit of a Git
-// repository.
+// repository; and the signature it was verified with, if any.
 func resolved(r *subresourcesv1alpha1.ResolvedSource) string {
+	out := resolvedArtifact(r)
+	if v := r.Verified; v != nil {
+		out += fmt.Sprintf(", signed: %s key %s (%s, %s)", v.Provider, v.Key, v.Fingerprint, v.Layout)
+	}
+	return out
+}
+
+// resolvedArtifact names the artifact or commit of r.
+func resolvedArtifact(r *subresourcesv1alpha1.ResolvedSource) string {
 	switch {
 	case r.Commit != "" && r.Ref != "":
 		return fmt.Sprintf("%s %s (commit %s)", r.URL, r.Ref, r.Commit)

@@ -63,6 +63,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.Mutation{}.OpenAPIModelName():                         schema_convoy_apiserver_apis_convoy_v1alpha1_Mutation(ref),
 		v1alpha1.MutationTarget{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_MutationTarget(ref),
 		v1alpha1.OCIRepositorySource{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref),
+		v1alpha1.OCIVerification{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_OCIVerification(ref),
 		v1alpha1.ObjectKey{}.OpenAPIModelName():                        schema_convoy_apiserver_apis_convoy_v1alpha1_ObjectKey(ref),
 		v1alpha1.Pin{}.OpenAPIModelName():                              schema_convoy_apiserver_apis_convoy_v1alpha1_Pin(ref),
 		v1alpha1.Release{}.OpenAPIModelName():                          schema_convoy_apiserver_apis_convoy_v1alpha1_Release(ref),
@@ -95,6 +96,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		subresourcesv1alpha1.ReleaseRenderOptions{}.OpenAPIModelName(): schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseRenderOptions(ref),
 		subresourcesv1alpha1.ReleaseSync{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseSync(ref),
 		subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref),
+		subresourcesv1alpha1.SourceSignature{}.OpenAPIModelName():      schema_convoy_apiserver_apis_subresources_v1alpha1_SourceSignature(ref),
 		resource.Quantity{}.OpenAPIModelName():                         schema_apimachinery_pkg_api_resource_Quantity(ref),
 		v1.APIGroup{}.OpenAPIModelName():                               schema_pkg_apis_meta_v1_APIGroup(ref),
 		v1.APIGroupList{}.OpenAPIModelName():                           schema_pkg_apis_meta_v1_APIGroupList(ref),
@@ -1445,8 +1447,44 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref common
 							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
+					"verify": {
+						SchemaProps: spec.SchemaProps{
+							Description: "verify makes a signature of the artifact a condition of its render: the digest the tag resolved to must carry a signature that verifies, or nothing of it is rendered, compared or shown.",
+							Ref:         ref(v1alpha1.OCIVerification{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"url"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.OCIVerification{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIVerification(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OCIVerification says whose signatures an OCI artifact must carry.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"provider": {
+						SchemaProps: spec.SchemaProps{
+							Description: "provider of the signatures: cosign (the legacy sha256-HEX.sig tag and Sigstore bundles attached as OCI referrers).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Release's namespace, read as the Release's ServiceAccount, whose keys ending in .pub each hold a PEM public key: a signature by any of them verifies.",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"provider"},
 			},
 		},
 		Dependencies: []string{
@@ -3125,8 +3163,62 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref commo
 							Format:      "",
 						},
 					},
+					"verified": {
+						SchemaProps: spec.SchemaProps{
+							Description: "verified is the signature the artifact was verified with, when the source asks for one (spec.source.ociRepository.verify).",
+							Ref:         ref(subresourcesv1alpha1.SourceSignature{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"kind", "url"},
+			},
+		},
+		Dependencies: []string{
+			subresourcesv1alpha1.SourceSignature{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_subresources_v1alpha1_SourceSignature(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "SourceSignature is a signature a source's artifact was verified with.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"provider": {
+						SchemaProps: spec.SchemaProps{
+							Description: "provider is cosign.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"key": {
+						SchemaProps: spec.SchemaProps{
+							Description: "key is the key of the verify Secret that holds the public key (ci.pub).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"fingerprint": {
+						SchemaProps: spec.SchemaProps{
+							Description: "fingerprint is sha256: and the hex SHA-256 of the public key's DER SubjectPublicKeyInfo.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"layout": {
+						SchemaProps: spec.SchemaProps{
+							Description: "layout is where the signature was found: tag (the legacy sha256-HEX.sig tag) or referrer (a Sigstore bundle attached as an OCI referrer).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"provider", "key", "fingerprint", "layout"},
 			},
 		},
 	}

@@ -498,6 +498,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: verify
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIVerification
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIVerification
+  map:
+    fields:
+    - name: provider
+      type:
+        scalar: string
+      default: ""
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Pin
   map:
     fields:

@@ -46,6 +46,10 @@ type OCIRepositorySourceApplyConfiguration struct {
 	// ca.crt (a PEM bundle the registry's certificate must chain to), and
 	// optionally tls.crt and tls.key (a client certificate).
 	CertSecretRef *LocalObjectReferenceApplyConfiguration `json:"certSecretRef,omitempty"`
+	// verify makes a signature of the artifact a condition of its render:
+	// the digest the tag resolved to must carry a signature that verifies,
+	// or nothing of it is rendered, compared or shown.
+	Verify *OCIVerificationApplyConfiguration `json:"verify,omitempty"`
 }
 
 // OCIRepositorySourceApplyConfiguration constructs a declarative configuration of the OCIRepositorySource type for use with
@@ -99,5 +103,13 @@ func (b *OCIRepositorySourceApplyConfiguration) WithSecretRef(value *LocalObject
 // If called multiple times, the CertSecretRef field is set to the value of the last call.
 func (b *OCIRepositorySourceApplyConfiguration) WithCertSecretRef(value *LocalObjectReferenceApplyConfiguration) *OCIRepositorySourceApplyConfiguration {
 	b.CertSecretRef = value
+	return b
+}
+
+// WithVerify sets the Verify field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verify field is set to the value of the last call.
+func (b *OCIRepositorySourceApplyConfiguration) WithVerify(value *OCIVerificationApplyConfiguration) *OCIRepositorySourceApplyConfiguration {
+	b.Verify = value
 	return b
 }

@@ -1,0 +1,40 @@
+// Package cosign verifies cosign signatures of an OCI artifact, already
+// resolved to a digest, with PEM public keys (a Secret's *.pub entries):
+// Verify tells which trusted key signed exactly that digest, or why none
+// did, as an *Error of a Kind.
+//
+// It reads both layouts cosign writes to the artifact's repository:
+//
+//   - the legacy tag sha256-<hex>.sig: an image manifest whose layers of
+//     type application/vnd.dev.cosign.simplesigning.v1+json each hold a
+//     simple-signing payload, its signature (base64) in the layer annotation
+//     dev.cosignproject.cosign/signature. The signature is verified over the
+//     payload's bytes, then the payload must name the artifact's digest
+//     (critical.image.docker-manifest-digest) and be of the type "cosign
+//     container image signature";
+//   - Sigstore bundles (v0.1 to v0.3) attached as OCI referrers, as cosign
+//     v3 writes them, listed by the referrers API or, on a registry without
+//     it, the sha256-<hex> tag of the referrers tag schema: a manifest of a
+//     bundle artifactType and one layer, the bundle's JSON. A DSSE envelope
+//     must carry an in-toto statement of cosign's signature predicate
+//     (https://sigstore.dev/cosign/sign/v1; other predicates are
+//     attestations, not signatures) whose subject is the artifact's digest;
+//     a message signature must sign that digest.
+//
+// The cryptography and the bundle format are sigstore-go's: each signature
+// goes through its verifier with the keys as trusted material, key-only
+// (verify.WithKey), without observer timestamps.
+//
+// What it does not verify: certificates (keyless signatures, Fulcio),
+// transparency log entries and signed timestamps (a bundle's are ignored,
+// neither required nor checked), key validity periods, the payload's
+// docker-reference and optional annotations, and any signature of another
+// artifact (an index's children, attestations). It never resolves a tag of
+// the artifact itself: the caller gives the digest.
+//
+// Everything the registry sends is bounded: at most Limits.MaxSignatures
+// signatures are considered across both layouts (counted from the
+// listings, before any of them is read), and every manifest and blob is
+// refused past Limits.MaxBytes, by its descriptor's size before it is
+// read, and while it is read.
+package cosign

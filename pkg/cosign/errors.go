@@ -1,0 +1,112 @@
+package cosign
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
+)
+
+// Kind is what an Error is.
+type Kind int
+
+const (
+	// KindNoSignature: neither layout holds a signature of the artifact.
+	KindNoSignature Kind = iota + 1
+	// KindWrongKey: signatures exist, none verifies with the trusted keys.
+	KindWrongKey
+	// KindOtherDigest: a trusted key signed another digest than the
+	// artifact's.
+	KindOtherDigest
+	// KindTooMany: more signatures than Limits.MaxSignatures.
+	KindTooMany
+	// KindInvalid: a malformed listing, payload or bundle, or one past
+	// Limits.MaxBytes; or an invalid argument.
+	KindInvalid
+	// KindRegistry: the registry failed (Err is go-containerregistry's
+	// error).
+	KindRegistry
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindNoSignature:
+		return "NoSignature"
+	case KindWrongKey:
+		return "WrongKey"
+	case KindOtherDigest:
+		return "OtherDigest"
+	case KindTooMany:
+		return "TooMany"
+	case KindInvalid:
+		return "Invalid"
+	case KindRegistry:
+		return "Registry"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// Limits of what Verify reads. A field at zero (or below) is its default.
+type Limits struct {
+	// MaxSignatures is how many signatures, across both layouts, are
+	// considered at most; more is KindTooMany.
+	MaxSignatures int
+	// MaxBytes is the limit of every manifest and blob read.
+	MaxBytes int64
+}
+
+// Defaults of Limits.
+const (
+	DefaultMaxSignatures = 16
+	DefaultMaxBytes      = 1 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxSignatures <= 0 {
+		l.MaxSignatures = DefaultMaxSignatures
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	return l
+}
+
+// maxMessage bounds an Error's message; maxEcho bounds any text of the
+// registry's in it.
+const (
+	maxMessage = 1024
+	maxEcho    = 200
+)
+
+// Error is a failure of Verify or ParseKeys. Message is one line.
+type Error struct {
+	Kind    Kind
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil && e.Kind == KindRegistry {
+		return e.Message + ": " + echo(e.Err.Error())
+	}
+	return e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(kind Kind, err error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Message: oneLine(fmt.Sprintf(format, args...), maxMessage), Err: err}
+}
+
+// echo bounds text that came from the registry, on one line.
+func echo(s string) string { return oneLine(s, maxEcho) }
+
+func oneLine(s string, limit int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+	return truncate.String(s, limit)
+}

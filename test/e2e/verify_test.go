@@ -1,0 +1,178 @@
+package e2e
+
+import (
+	"context"
+	"crypto"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/cosigner"
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
+)
+
+// signedBundle pushes a bundle of one ConfigMap NAME-cm to repo:tag and
+// returns its digest.
+func signedBundle(t *testing.T, reg *ociregistry.Server, repo, tag, color string) string {
+	t.Helper()
+	d, err := reg.PushBundle(context.Background(), repo, tag, map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + strings.ReplaceAll(repo, "/", "-") + "-cm}\ndata: {color: " + color + "}\n",
+	})
+	require.NoError(t, err)
+	return d
+}
+
+type signLayout func(ctx context.Context, reg *ociregistry.Server, repo, digest string, key crypto.Signer) error
+
+func signTag(ctx context.Context, reg *ociregistry.Server, repo, digest string, key crypto.Signer) error {
+	ref, err := reg.Digest(repo, digest)
+	if err != nil {
+		return err
+	}
+	return cosigner.SignTag(ctx, ref, key, reg.ClientOptions(ctx)...)
+}
+
+func signReferrer(ctx context.Context, reg *ociregistry.Server, repo, digest string, key crypto.Signer) error {
+	ref, err := reg.Digest(repo, digest)
+	if err != nil {
+		return err
+	}
+	return cosigner.SignReferrer(ctx, ref, key, reg.ClientOptions(ctx)...)
+}
+
+func withVerify(secret string) releaseOption {
+	return func(r *convoyv1alpha1.Release) {
+		r.Spec.Source.OCIRepository.Verify = &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: secret}}
+	}
+}
+
+func keysSecret(t *testing.T, ns, name string, keys map[string][]byte) {
+	t.Helper()
+	_, err := kubeClient(t).CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Data: keys}, metav1.CreateOptions{})
+	require.NoError(t, err)
+}
+
+// A bundle signed in each layout cosign writes (the sha256-HEX.sig tag, a
+// Sigstore bundle as an OCI referrer) is rendered, compared and InSync, the
+// signer in /diff and in kubectl convoy release get. An unsigned artifact,
+// one signed by another key, a tag moved to an unsigned digest and a
+// missing Secret are SignatureUnverified (or the Secret's reason), never
+// Drifted: nothing of the artifact reaches /preview, /diff or the drift
+// loop's compare.
+func TestVerifiedSources(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	standIn := newStandIn(t)
+	reg := startTestRegistry(t, ociregistry.Options{})
+	ci, ciPub, err := cosigner.GenerateKey()
+	require.NoError(t, err)
+	other, otherPub, err := cosigner.GenerateKey()
+	require.NoError(t, err)
+	keysSecret(t, ns, "ci-keys", map[string][]byte{"old.pub": otherPub, "ci.pub": ciPub, "README": []byte("not a key")})
+	keysSecret(t, ns, "other-keys", map[string][]byte{"other.pub": otherPub})
+	_ = other
+
+	for _, tc := range []struct {
+		layout string
+		sign   signLayout
+	}{{"tag", signTag}, {"referrer", signReferrer}} {
+		repo := "apps/" + tc.layout
+		d := signedBundle(t, reg, repo, "v1", "blue")
+		require.NoError(t, tc.sign(ctx, reg, repo, d, ci))
+		newSourceRelease(t, ns, tc.layout, ociSource(reg.URL(repo), "v1", ""), withVerify("ci-keys"))
+		standIn.apply(ns, tc.layout)
+		waitInSync(t, ns, tc.layout, metav1.ConditionTrue, "InSync")
+		diff := getDiff(t, ns, tc.layout, "")
+		require.NotNil(t, diff.ResolvedSource.Verified, tc.layout)
+		assert.Equal(t, d, diff.ResolvedSource.Digest)
+		assert.Equal(t, "cosign", diff.ResolvedSource.Verified.Provider)
+		assert.Equal(t, "ci.pub", diff.ResolvedSource.Verified.Key, "the one of two keys that signed")
+		assert.Equal(t, tc.layout, diff.ResolvedSource.Verified.Layout)
+		assert.Regexp(t, `^sha256:[0-9a-f]{64}$`, diff.ResolvedSource.Verified.Fingerprint)
+		get := kubectlConvoy(t, "", "release", "get", tc.layout, "-n", ns)
+		require.Zero(t, get.code, "%s", get)
+		assert.Contains(t, get.stdout, "signed: cosign key ci.pub ("+diff.ResolvedSource.Verified.Fingerprint+", "+tc.layout+")")
+	}
+
+	// The tag moves to a digest nobody signed: Undetermined, not Drifted.
+	signedBundle(t, reg, "apps/tag", "v1", "red")
+	assertUnverified(t, ns, "tag", "no signature")
+
+	unsigned := signedBundle(t, reg, "apps/unsigned", "v1", "green")
+	newSourceRelease(t, ns, "unsigned", ociSource(reg.URL("apps/unsigned"), "v1", ""), withVerify("ci-keys"))
+	assertUnverified(t, ns, "unsigned", "no signature", unsigned)
+
+	wrong := signedBundle(t, reg, "apps/wrong", "v1", "green")
+	require.NoError(t, signTag(ctx, reg, "apps/wrong", wrong, ci))
+	newSourceRelease(t, ns, "wrong", ociSource(reg.URL("apps/wrong"), "v1", ""), withVerify("other-keys"))
+	assertUnverified(t, ns, "wrong", "other.pub")
+
+	newSourceRelease(t, ns, "no-secret", ociSource(reg.URL("apps/referrer"), "v1", ""), withVerify("absent"))
+	assertUnverified(t, ns, "no-secret", "verify.secretRef Secret "+ns+"/absent not found")
+
+	// A Release whose ServiceAccount may not read the Secret.
+	bare := newBareNamespace(t)
+	keysSecret(t, bare, "ci-keys", map[string][]byte{"ci.pub": ciPub})
+	newSourceRelease(t, bare, "forbidden", ociSource(reg.URL("apps/referrer"), "v1", ""), withVerify("ci-keys"))
+	// The identity's refusal comes first (drift's classifier): Forbidden,
+	// naming the Secret.
+	assertUndetermined(t, bare, "forbidden", failure.ReasonForbidden, "may not read an input of the release", "verify.secretRef Secret "+bare+"/ci-keys may not be read")
+}
+
+// assertUnverified waits for SignatureUnverified, and checks that nothing of
+// the artifact is shown: /diff lists no object, /preview refuses.
+func assertUnverified(t *testing.T, ns, name string, inMessage ...string) {
+	t.Helper()
+	assertUndetermined(t, ns, name, source.ReasonSignatureUnverified, inMessage...)
+	d := getDiff(t, ns, name, "")
+	assert.Empty(t, d.Objects, "no object of an unverified artifact is compared")
+	r := kubectl(t, "", "", "get", "--raw", previewPath(ns, name))
+	require.Error(t, r.err, "preview of an unverified artifact: %s", r.stdout)
+	assert.Contains(t, r.stderr, source.ReasonSignatureUnverified)
+	assert.NotContains(t, r.stdout, "-cm", "no object of the artifact in the answer")
+}
+
+// The admission policy of artifacts/admission refuses, in a namespace
+// labelled convoy.kumodo.io/require-signatures=true, a Release whose OCI
+// source does not ask for a signature; other namespaces and other kinds of
+// source are left alone.
+func TestRequireSignedSourcesPolicy(t *testing.T) {
+	policy := filepath.Join(env.root, "artifacts/admission/require-signed-sources.yaml")
+	mustKubectl(t, "", "", "apply", "-f", policy)
+	t.Cleanup(func() { kubectl(t, "", "", "delete", "-f", policy) })
+	required, free := newNamespace(t), newNamespace(t)
+	mustKubectl(t, "", "", "label", "namespace", required, "convoy.kumodo.io/require-signatures=true")
+	release := func(ns, name, source string) string {
+		return fmt.Sprintf("apiVersion: convoy.kumodo.io/v1alpha1\nkind: Release\nmetadata: {name: %s, namespace: %s}\nspec:\n  source: %s\n", name, ns, source)
+	}
+	unsigned := `{ociRepository: {url: "oci://registry.example.test/apps/web", tag: v1}}`
+	verified := `{ociRepository: {url: "oci://registry.example.test/apps/web", tag: v1, verify: {provider: cosign, secretRef: {name: ci-keys}}}}`
+	eventually(t, "the policy refuses an unverified OCI source", func(context.Context) error {
+		r := kubectl(t, "", release(required, "unsigned", unsigned), "create", "--dry-run=server", "-f", "-")
+		if r.err == nil {
+			return fmt.Errorf("accepted (the binding may not be active yet)")
+		}
+		if !strings.Contains(r.stderr, "spec.source.ociRepository.verify must be set") {
+			return fmt.Errorf("refused for another reason: %s", r.stderr)
+		}
+		return nil
+	})
+	for _, tc := range []struct{ ns, name, source string }{
+		{required, "verified", verified},
+		{required, "configmap", `{configMap: {name: m}}`},
+		{free, "unsigned", unsigned},
+	} {
+		r := kubectl(t, "", release(tc.ns, tc.name, tc.source), "create", "--dry-run=server", "-f", "-")
+		assert.NoError(t, r.err, "%s/%s: %s", tc.ns, tc.name, r.stderr)
+	}
+}
