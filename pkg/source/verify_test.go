@@ -72,11 +72,19 @@ func TestVerifyOCI(t *testing.T) {
 	assert.Equal(t, "referrer", src.Resolved.Verified.Layout)
 	first := reg.Requests()
 	assert.Equal(t, 1, count(first, http.MethodHead, "/manifests/signed"), "one resolve, for the verification and the fetch: %v", first)
+	// The signatures cost four requests: the .sig tag (404), the referrers,
+	// the bundle's manifest and its blob; beside the client's first /v2/,
+	// the resolve (HEAD) and the download (manifest, layer).
+	assert.Len(t, first, 1+3+4, "%v", first)
+	assert.Equal(t, 1, count(first, http.MethodGet, "/manifests/sha256-"), "the legacy tag: %v", first)
+	assert.Equal(t, 1, count(first, http.MethodGet, "/referrers/"), "%v", first)
 
 	// Again in the namespace: the verdict is reused, nothing is asked.
 	_, err = f.Fetch(ctx, verified(reg.URL("charts/web"), "signed", "keys"), inputs)
 	require.NoError(t, err)
-	assert.Zero(t, count(reg.Requests(), http.MethodGet, "/referrers/"), "the verdict is kept")
+	warm := reg.Requests()
+	assert.Zero(t, count(warm, http.MethodGet, "/referrers/"), "the verdict is kept")
+	assert.Empty(t, warm, "nothing at all within the resolution's max age")
 	assert.Equal(t, hitsBefore+1, hits())
 
 	// Another namespace with the same key verifies again.
