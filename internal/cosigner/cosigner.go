@@ -271,6 +271,17 @@ func hexDigest(h v1.Hash) ([]byte, error) {
 // without the referrers API, go-containerregistry adds it to the index of
 // the referrers tag schema (sha256-<hex>).
 func AttachReferrer(ctx context.Context, attachTo name.Digest, bundleJSON []byte, opts ...remote.Option) error {
+	return attachReferrer(ctx, attachTo, bundleJSON, true, opts...)
+}
+
+// AttachReferrerUnannotated is AttachReferrer without the manifest's
+// annotations (its predicate type among them), as tools other than cosign
+// may write it: a verifier must read the bundle to tell what it is.
+func AttachReferrerUnannotated(ctx context.Context, attachTo name.Digest, bundleJSON []byte, opts ...remote.Option) error {
+	return attachReferrer(ctx, attachTo, bundleJSON, false, opts...)
+}
+
+func attachReferrer(ctx context.Context, attachTo name.Digest, bundleJSON []byte, annotate bool, opts ...remote.Option) error {
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	subject, err := remote.Head(attachTo, opts...)
 	if err != nil {
@@ -299,7 +310,9 @@ func AttachReferrer(ctx context.Context, attachTo name.Digest, bundleJSON []byte
 		Config:        configDesc,
 		Layers:        []v1.Descriptor{layerDesc},
 		Subject:       &v1.Descriptor{MediaType: subject.MediaType, Digest: subject.Digest, Size: subject.Size},
-		Annotations:   bundleAnnotations(bundleJSON),
+	}
+	if annotate {
+		manifest.Annotations = bundleAnnotations(bundleJSON)
 	}
 	raw, err := json.Marshal(manifest)
 	if err != nil {

@@ -598,6 +598,24 @@ func TestVerifyAttestationIsNotASignature(t *testing.T) {
 	assert.Equal(t, cosign.KindNoSignature, cerr.Kind, "%v", err)
 }
 
+// An attestation whose referrer manifest does not say its predicate type
+// is read, and skipped once its statement shows it is not a signature.
+func TestVerifyUnannotatedAttestationIsNotASignature(t *testing.T) {
+	reg := newRegistry(t, true)
+	ctx := context.Background()
+	ci, _, err := cosigner.GenerateKey()
+	require.NoError(t, err)
+	ref := reg.push(t, "app", "v1")
+	slsa, err := cosigner.StatementBundle(ctx, ref.Context(), hashOf(t, ref), "https://slsa.dev/provenance/v1", ci)
+	require.NoError(t, err)
+	require.NoError(t, cosigner.AttachReferrerUnannotated(ctx, ref, slsa, reg.options()...))
+
+	_, err = cosign.Verify(ctx, reg.puller(t), ref, keysOf(t, map[string]crypto.Signer{"ci.pub": ci}), cosign.Limits{})
+	var cerr *cosign.Error
+	require.ErrorAs(t, err, &cerr)
+	assert.Equal(t, cosign.KindNoSignature, cerr.Kind, "%v", err)
+}
+
 // TestVerifyArguments: what Verify refuses before any request.
 func TestVerifyArguments(t *testing.T) {
 	reg := newRegistry(t, true)
