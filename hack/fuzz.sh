@@ -23,7 +23,7 @@ targets=(
   ./pkg/redact:FuzzRedact ./pkg/health:FuzzCompile ./pkg/truncate:FuzzString
   ./pkg/helmrepo:FuzzIndex ./pkg/archive:FuzzUnbundle ./pkg/oci:FuzzDockerConfig ./pkg/git:FuzzRefCounter
   ./pkg/health:FuzzDefaultRules ./cmd/kubectl-convoy/cmd:FuzzReadObjects
-  ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile ./pkg/cosign:FuzzParsePayload
+  ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile ./pkg/cosign:FuzzParsePayload ./pkg/cosign:FuzzKeylessLayer
 )
 failed=0
 for t in "${targets[@]}"; do

@@ -3,7 +3,8 @@
 // sha256-<hex>.sig tag, as cosign v1/v2 write it) and as a Sigstore bundle
 // v0.3 attached as an OCI referrer (as cosign v3 writes it by default),
 // signed with a key of the caller's, without a transparency log entry or a
-// timestamp. It can sign another digest than the one a signature is
+// timestamp, or keyless (Sigstore: a certificate of an OIDC identity from
+// an instance in memory, with its log entry and timestamp). It can sign another digest than the one a signature is
 // attached to, and attach malformed signatures, for the tests of
 // pkg/cosign.
 package cosigner
@@ -152,6 +153,12 @@ func SigTag(ref name.Digest) name.Tag {
 // AttachTag appends a layer of payload, with signature (base64) in its
 // annotation, to the image of attachTo's .sig tag, as it is.
 func AttachTag(ctx context.Context, attachTo name.Digest, payload []byte, signatureB64 string, opts ...remote.Option) error {
+	return AttachTagAnnotated(ctx, attachTo, payload, map[string]string{SignatureAnnotation: signatureB64}, opts...)
+}
+
+// AttachTagAnnotated is AttachTag of a layer of these annotations (the
+// signature's, and a keyless signature's certificate and evidence).
+func AttachTagAnnotated(ctx context.Context, attachTo name.Digest, payload []byte, annotations map[string]string, opts ...remote.Option) error {
 	tag := SigTag(attachTo)
 	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	base, err := remote.Image(tag, opts...)
@@ -165,7 +172,7 @@ func AttachTag(ctx context.Context, attachTo name.Digest, payload []byte, signat
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:       static.NewLayer(payload, SimpleSigningMediaType),
 		MediaType:   SimpleSigningMediaType,
-		Annotations: map[string]string{SignatureAnnotation: signatureB64},
+		Annotations: annotations,
 	})
 	if err != nil {
 		return fmt.Errorf("appending the signature: %w", err)

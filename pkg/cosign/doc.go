@@ -1,7 +1,9 @@
 // Package cosign verifies cosign signatures of an OCI artifact, already
-// resolved to a digest, with PEM public keys (a Secret's *.pub entries):
-// Verify tells which trusted key signed exactly that digest, or why none
-// did, as an *Error of a Kind.
+// resolved to a digest, with PEM public keys (a Secret's *.pub entries) or
+// keyless: Verify tells which trusted key signed exactly that digest,
+// VerifyKeyless which certificate of a Sigstore trust root (TrustRoot, a
+// trusted_root.json) and of an expected OIDC identity did (Keyless), or
+// why none did, as an *Error of a Kind.
 //
 // It reads both layouts cosign writes to the artifact's repository:
 //
@@ -23,11 +25,22 @@
 //
 // The cryptography and the bundle format are sigstore-go's: each signature
 // goes through its verifier with the keys as trusted material, key-only
-// (verify.WithKey), without observer timestamps.
+// (verify.WithKey), without observer timestamps; or, keyless, with the
+// trust root as trusted material: the certificate's chain to one of its
+// certificate authorities at the time a log entry or a signed timestamp
+// establishes (as the root requires: NewTrustRoot), then the certificate's
+// issuer and subject matched here against the identities, anchored
+// expressions, so that a message names what was expected and found. A
+// keyless signature in the tag layout carries its certificate and its
+// evidence in layer annotations (CertificateAnnotation, BundleAnnotation,
+// TimestampAnnotation).
 //
-// What it does not verify: certificates (keyless signatures, Fulcio),
-// transparency log entries and signed timestamps (a bundle's are ignored,
-// neither required nor checked), key validity periods, the payload's
+// What it does not verify: with keys, transparency log entries and signed
+// timestamps (a bundle's are ignored, neither required nor checked);
+// keyless, a certificate chain a signature carries (the trust root's
+// authorities are the chain) and any extension of the certificate but its
+// issuer and subject (the workflow's repository, ref, trigger); key
+// validity periods, the payload's
 // docker-reference and optional annotations, and any signature of another
 // artifact (an index's children, attestations). It never resolves a tag of
 // the artifact itself: the caller gives the digest.

@@ -26,6 +26,13 @@ const (
 	// KindRegistry: the registry failed (Err is go-containerregistry's
 	// error).
 	KindRegistry
+	// KindWrongIdentity: keyless signatures verify against the trust root,
+	// none by a certificate of the expected identities.
+	KindWrongIdentity
+	// KindUntrusted: keyless signatures exist, none verifies against the
+	// trust root (a certificate of another root, no transparency log
+	// entry or timestamp it requires, a bad signature).
+	KindUntrusted
 )
 
 func (k Kind) String() string {
@@ -42,6 +49,10 @@ func (k Kind) String() string {
 		return "Invalid"
 	case KindRegistry:
 		return "Registry"
+	case KindWrongIdentity:
+		return "WrongIdentity"
+	case KindUntrusted:
+		return "Untrusted"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

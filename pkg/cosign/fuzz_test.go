@@ -36,3 +36,29 @@ func FuzzParsePayload(f *testing.F) {
 		}
 	})
 }
+
+// FuzzKeylessLayer: whatever the annotations of a keyless signature layer
+// hold (the certificate, the Rekor bundle, the timestamp), reading them
+// never panics and keeps its messages short, and whatever it accepts has a
+// certificate.
+func FuzzKeylessLayer(f *testing.F) {
+	f.Add("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		`{"SignedEntryTimestamp":"MEUCIQ==","Payload":{"body":"eyJhcGlWZXJzaW9uIjoiMC4wLjEiLCJraW5kIjoiaGFzaGVkcmVrb3JkIn0=","integratedTime":1,"logIndex":0,"logID":"00"}}`,
+		`{"SignedRFC3161Timestamp":"MA=="}`)
+	f.Add("", "{", "[]")
+	f.Add("x", `{"Payload":{"body":"!!","logID":"zz"}}`, `{"SignedRFC3161Timestamp":""}`)
+	f.Fuzz(func(t *testing.T, cert, rekorBundle, timestamp string) {
+		s, err := parseKeylessLayer([]byte("{}"), []byte{1}, map[string]string{
+			CertificateAnnotation: cert, BundleAnnotation: rekorBundle, TimestampAnnotation: timestamp,
+		})
+		if err != nil {
+			if len(err.Error()) > 2*maxEcho+300 {
+				t.Fatalf("message of %d bytes", len(err.Error()))
+			}
+			return
+		}
+		if s.cert == nil {
+			t.Fatal("accepted a layer without a certificate")
+		}
+	})
+}

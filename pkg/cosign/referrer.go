@@ -103,6 +103,9 @@ func (r *run) checkReferrer(ctx context.Context, d v1.Descriptor) (outcome, erro
 			return outcome{result: notSignature}, nil
 		}
 	}
+	if r.keyless != nil {
+		return r.checkBundleKeyless(b, content, d), nil
+	}
 	for _, key := range r.keys.unique {
 		entity := &keyedBundle{Bundle: b, key: keyHint{hint: key.fingerprint}}
 		policy := verify.NewPolicy(verify.WithArtifactDigest("sha256", r.digestBytes), verify.WithKey())

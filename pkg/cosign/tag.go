@@ -123,6 +123,9 @@ func (r *run) checkTag(ctx context.Context, layer v1.Descriptor) (outcome, error
 	if err != nil {
 		return outcome{result: malformed, detail: err.Error()}, nil
 	}
+	if r.keyless != nil {
+		return r.checkTagKeyless(payload, sig, signed, layer.Annotations), nil
+	}
 	for _, key := range r.keys.unique {
 		entity := &simpleSigning{payload: payload, signature: sig, key: keyHint{hint: key.fingerprint}}
 		policy := verify.NewPolicy(verify.WithArtifact(bytes.NewReader(payload)), verify.WithKey())

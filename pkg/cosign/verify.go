@@ -27,12 +27,18 @@ const (
 	LayoutReferrer = "referrer"
 )
 
-// Signer names the key of the signature that verified.
+// Signer names the key or the keyless identity of the signature that
+// verified.
 type Signer struct {
-	// Key is the name of the key's entry (e.g. ci.pub).
+	// Key is the name of the key's entry (e.g. ci.pub); empty for a
+	// keyless signature.
 	Key string
-	// Fingerprint is sha256:<hex> of the key's DER SubjectPublicKeyInfo.
+	// Fingerprint is sha256:<hex> of the key's DER SubjectPublicKeyInfo;
+	// empty for a keyless signature.
 	Fingerprint string
+	// Issuer and Subject are the OIDC issuer and the subject alternative
+	// name of a keyless signature's certificate; empty for a key's.
+	Issuer, Subject string
 	// Layout is LayoutTag or LayoutReferrer.
 	Layout string
 }
@@ -52,6 +58,47 @@ func Verify(ctx context.Context, puller *remote.Puller, ref name.Digest, keys *K
 	if keys == nil || len(keys.keys) == 0 {
 		return nil, errorf(KindInvalid, nil, "no trusted key")
 	}
+	sv, err := verify.NewVerifier(keys.trusted, verify.WithNoObserverTimestamps(), verify.WithoutStatementPredicate())
+	if err != nil {
+		return nil, fmt.Errorf("configuring the signature verifier: %w", err)
+	}
+	r, err := newRun(puller, ref, limits, sv)
+	if err != nil {
+		return nil, err
+	}
+	r.keys = keys
+	return r.verify(ctx)
+}
+
+// VerifyKeyless is Verify of keyless signatures: a signature verifies when
+// its certificate chains to the policy's trust root at a time the
+// signature's evidence establishes (a transparency log entry, a signed
+// timestamp, as the root requires), its certificate is of one of the
+// policy's identities, and it signs exactly ref's digest. Besides Verify's
+// kinds of errors, it returns KindWrongIdentity (a signature verifies
+// against the trust root, by another identity) and KindUntrusted (none
+// verifies against the trust root).
+func VerifyKeyless(ctx context.Context, puller *remote.Puller, ref name.Digest, keyless *Keyless, limits Limits) (*Signer, error) {
+	if puller == nil {
+		return nil, errorf(KindInvalid, nil, "no registry client")
+	}
+	if keyless == nil || keyless.Root == nil {
+		return nil, errorf(KindInvalid, nil, "no keyless policy")
+	}
+	opts := append([]verify.VerifierOption{verify.WithoutStatementPredicate()}, keyless.Root.options...)
+	sv, err := verify.NewVerifier(keyless.Root.material, opts...)
+	if err != nil {
+		return nil, errorf(KindInvalid, err, "the trusted root cannot verify: %s", echo(err.Error()))
+	}
+	r, err := newRun(puller, ref, limits, sv)
+	if err != nil {
+		return nil, err
+	}
+	r.keyless = keyless
+	return r.verify(ctx)
+}
+
+func newRun(puller *remote.Puller, ref name.Digest, limits Limits, sv *verify.Verifier) (*run, error) {
 	digest, err := v1.NewHash(ref.DigestStr())
 	if err != nil || digest.Algorithm != "sha256" {
 		return nil, errorf(KindInvalid, err, "%s is not a sha256 digest", echo(ref.DigestStr()))
@@ -60,21 +107,15 @@ func Verify(ctx context.Context, puller *remote.Puller, ref name.Digest, keys *K
 	if err != nil {
 		return nil, errorf(KindInvalid, err, "%s is not a sha256 digest", echo(ref.DigestStr()))
 	}
-	sv, err := verify.NewVerifier(keys.trusted, verify.WithNoObserverTimestamps(), verify.WithoutStatementPredicate())
-	if err != nil {
-		return nil, fmt.Errorf("configuring the signature verifier: %w", err)
-	}
-	r := &run{
+	return &run{
 		puller:      puller,
 		ref:         ref,
 		digest:      digest,
 		digestBytes: digestBytes,
-		keys:        keys,
 		limits:      limits.withDefaults(),
 		verifier:    sv,
 		blobs:       map[v1.Hash][]byte{},
-	}
-	return r.verify(ctx)
+	}, nil
 }
 
 // run is one Verify.
@@ -83,9 +124,11 @@ type run struct {
 	ref         name.Digest
 	digest      v1.Hash
 	digestBytes []byte
-	keys        *Keys
-	limits      Limits
-	verifier    *verify.Verifier
+	// keys or keyless: the policy.
+	keys     *Keys
+	keyless  *Keyless
+	limits   Limits
+	verifier *verify.Verifier
 	// blobs read so far, by digest: a .sig image's layers often share one
 	// payload.
 	blobs map[v1.Hash][]byte
@@ -106,14 +149,39 @@ const (
 	// notSignature: a referrer that turned out not to be a signature (an
 	// attestation, another artifact, a manifest gone since listed).
 	notSignature
+	// wrongIdentity: keyless, verifies against the trust root, by a
+	// certificate of none of the identities.
+	wrongIdentity
+	// untrusted: keyless, does not verify against the trust root (another
+	// root, no log entry, no timestamp, a bad signature).
+	untrusted
 )
 
 // outcome is what checking one signature found.
 type outcome struct {
 	result result
 	key    *trustedKey
-	// detail: for otherDigest, what it signs; for malformed, why.
+	// issuer and subject of a keyless signature's certificate.
+	issuer, subject string
+	// detail: for otherDigest, what it signs; for malformed and
+	// untrusted, why.
 	detail string
+}
+
+// signer is the Signer of a verified outcome.
+func (o outcome) signer(layout string) *Signer {
+	if o.key != nil {
+		return &Signer{Key: o.key.name, Fingerprint: o.key.fingerprint, Layout: layout}
+	}
+	return &Signer{Issuer: o.issuer, Subject: o.subject, Layout: layout}
+}
+
+// by names the signer of an outcome, for messages.
+func (o outcome) by() string {
+	if o.key != nil {
+		return fmt.Sprintf("the trusted key %s (%s)", echo(o.key.name), o.key.fingerprint)
+	}
+	return "the certificate of " + describeSigner(o.issuer, o.subject)
 }
 
 func (r *run) verify(ctx context.Context) (*Signer, error) {
@@ -142,7 +210,7 @@ func (r *run) verify(ctx context.Context) (*Signer, error) {
 			return nil, err
 		}
 		if o.result == verified {
-			return &Signer{Key: o.key.name, Fingerprint: o.key.fingerprint, Layout: LayoutTag}, nil
+			return o.signer(LayoutTag), nil
 		}
 		outcomes = append(outcomes, o)
 		layouts = append(layouts, LayoutTag)
@@ -153,7 +221,7 @@ func (r *run) verify(ctx context.Context) (*Signer, error) {
 			return nil, err
 		}
 		if o.result == verified {
-			return &Signer{Key: o.key.name, Fingerprint: o.key.fingerprint, Layout: LayoutReferrer}, nil
+			return o.signer(LayoutReferrer), nil
 		}
 		outcomes = append(outcomes, o)
 		layouts = append(layouts, LayoutReferrer)
@@ -163,21 +231,34 @@ func (r *run) verify(ctx context.Context) (*Signer, error) {
 
 // verdict is the error of signatures none of which verified.
 func (r *run) verdict(outcomes []outcome, layouts []string) *Error {
-	var tried, bad int
-	firstBad := ""
+	var tried, bad, others, distrusted int
+	firstBad, firstOther, firstDistrust := "", "", ""
 	for i, o := range outcomes {
 		switch o.result {
 		case otherDigest:
-			return errorf(KindOtherDigest, nil, "the signature (%s layout) by the trusted key %s (%s) signs %s, not %s",
-				layouts[i], echo(o.key.name), o.key.fingerprint, o.detail, r.digest)
+			return errorf(KindOtherDigest, nil, "the signature (%s layout) by %s signs %s, not %s",
+				layouts[i], o.by(), o.detail, r.digest)
 		case wrongKey:
 			tried++
+		case wrongIdentity:
+			if others == 0 {
+				firstOther = describeSigner(o.issuer, o.subject)
+			}
+			others++
+		case untrusted:
+			if distrusted == 0 {
+				firstDistrust = o.detail
+			}
+			distrusted++
 		case malformed:
 			if bad == 0 {
 				firstBad = o.detail
 			}
 			bad++
 		}
+	}
+	if r.keyless != nil {
+		return r.keylessVerdict(others, firstOther, distrusted, firstDistrust, bad, firstBad)
 	}
 	switch {
 	case tried > 0:
