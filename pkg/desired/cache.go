@@ -141,8 +141,9 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 	case src.OCIRepository != nil:
 		secretRefs(src.OCIRepository.SecretRef, src.OCIRepository.CertSecretRef)
 		if v := src.OCIRepository.Verify; v != nil {
-			// A key removed from the Secret renders again, verified again.
-			secretRefs(v.SecretRef)
+			// A key removed from the Secret (a trust root changed) renders
+			// again, verified again.
+			secretRefs(v.SecretRef, v.TrustedRootSecretRef)
 		}
 	case src.HelmRepository != nil:
 		secretRefs(src.HelmRepository.SecretRef, src.HelmRepository.CertSecretRef)

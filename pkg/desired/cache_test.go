@@ -214,10 +214,25 @@ func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
 	render()
 	assert.Equal(t, 4, next.n, "the keys to verify with changed: verified again")
 
+	// Keyless: the trust root's Secret is an input as the keys' are.
+	_, err = meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).CreateFake(inputMeta("Secret", "root", "1"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	release.Spec.Source.OCIRepository.Verify = &convoyv1alpha1.OCIVerification{Provider: "cosign",
+		MatchOIDCIdentity:    []convoyv1alpha1.OIDCIdentityMatch{{Issuer: "i", Subject: "s"}},
+		TrustedRootSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "root"}}
+	release.Generation++
+	render()
+	render()
+	assert.Equal(t, 5, next.n, "keyless: rendered once")
+	_, err = meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta("Secret", "root", "2"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	render()
+	assert.Equal(t, 6, next.n, "the trust root changed: verified again")
+
 	next.err = errors.New("registry down")
 	render()
 	render()
-	assert.Equal(t, 6, next.n, "no key without a digest: rendered, which tells why")
+	assert.Equal(t, 8, next.n, "no key without a digest: rendered, which tells why")
 
 	plain := &countingRenderer{}
 	_, err = cache.Renderer(plain, access).Render(context.Background(), release)

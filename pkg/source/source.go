@@ -113,6 +113,10 @@ type Options struct {
 	// Signatures bound the signatures read to verify an artifact
 	// (cosign.Limits; zero: its defaults).
 	Signatures cosign.Limits
+	// PublicTrustRoot gives the public Sigstore trust root to keyless
+	// verifications without a trustedRootSecretRef; nil: none may use it
+	// (--sigstore-public-trust-root off).
+	PublicTrustRoot PublicTrustRoot
 	// Clock is the caches' clock; nil: the real one.
 	Clock clock.PassiveClock
 }
@@ -240,6 +244,9 @@ type Fetcher struct {
 	// digest, provider and keys (verifyOCI).
 	signatures *agecache.Cache[string, *subresourcesv1alpha1.SourceSignature]
 	clients    *agecache.Cache[string, *client]
+	// trustRoots are the trust roots of trustedRootSecretRef Secrets, by
+	// the SHA-256 of their trusted_root.json: parsed once.
+	trustRoots *agecache.Cache[string, *cosign.TrustRoot]
 	pullers    *agecache.Cache[string, *remote.Puller]
 	// flights share the requests in flight, each in a slot (shared).
 	flights *flight.Group
@@ -272,6 +279,7 @@ func NewFetcher(opts Options) *Fetcher {
 	// host and credentials whatever the cache.
 	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)
 	f.pullers = agecache.New[string, *remote.Puller](1024, 10*time.Minute, opts.Clock, nil)
+	f.trustRoots = agecache.New[string, *cosign.TrustRoot](64, time.Hour, opts.Clock, nil)
 	return f
 }
 

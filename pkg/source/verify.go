@@ -2,9 +2,12 @@ package source
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/component-base/metrics"
 
@@ -19,10 +22,22 @@ import (
 // for and that has none that verifies: nothing of it is rendered.
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
-	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies with the keys of its Secret " +
-		"(no signature, another key, a signature of another digest, too many signatures, no public key in the Secret): nothing of the artifact was rendered, compared or shown",
-	Action: "sign the digest the message names with one of the keys (cosign sign --key), or add the signer's public key (a key ending in .pub) to the Secret",
+	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies: with keys, none by a key of its Secret " +
+		"(no signature, another key, a signature of another digest, too many signatures, no public key in the Secret); keyless, none by a certificate of the trust root " +
+		"and of an expected identity (another issuer or subject, a certificate of another root, no log entry or timestamp the root requires, no usable trust root): " +
+		"nothing of the artifact was rendered, compared or shown",
+	Action: "sign the digest the message names with one of the keys (cosign sign --key) or in the CI whose identity matchOIDCIdentity expects, " +
+		"or trust the signer: add its public key (a key ending in .pub) to the Secret, or its issuer and subject to matchOIDCIdentity",
 })
+
+// TrustRootKey is the key of a trustedRootSecretRef Secret.
+const TrustRootKey = "trusted_root.json"
+
+// PublicTrustRoot gives the public Sigstore instance's trust root (the
+// one outbound connection that no tenant chooses: sigstoreroot).
+type PublicTrustRoot interface {
+	TrustRoot(ctx context.Context) (*cosign.TrustRoot, error)
+}
 
 // ProviderCosign is the one provider of signatures.
 const ProviderCosign = "cosign"
@@ -46,6 +61,7 @@ var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 // other (the registry) keeps the registry's reason.
 var cosignKinds = map[cosign.Kind]bool{
 	cosign.KindNoSignature: true, cosign.KindWrongKey: true, cosign.KindOtherDigest: true, cosign.KindTooMany: true, cosign.KindInvalid: true,
+	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true,
 }
 
 // verifyOCI verifies the signatures of the artifact ref, which resolveOCI
@@ -73,26 +89,104 @@ func (f *Fetcher) verify(ctx context.Context, namespace string, v *convoyv1alpha
 	if v.Provider != ProviderCosign {
 		return nil, failure.New(ReasonSourceInvalid, nil, "verify.provider %q is not cosign", v.Provider)
 	}
+	if len(v.MatchOIDCIdentity) > 0 {
+		return f.verifyKeyless(ctx, namespace, v, inputs, r, ref, where)
+	}
 	if v.SecretRef == nil {
-		return nil, failure.New(ReasonSignatureUnverified, nil, "%s: verify names no secretRef of public keys (keyless verification is not built)", where)
+		return nil, failure.New(ReasonSignatureUnverified, nil, "%s: verify names neither a secretRef of public keys nor matchOIDCIdentity", where)
 	}
 	secretWhere := "verify.secretRef " + convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: v.SecretRef.Name}.Describe()
-	s, err := inputs.Secret(ctx, namespace, v.SecretRef.Name)
-	switch {
-	case apierrors.IsNotFound(err):
-		// No key, no verification: the artifact's reason, not the
-		// credentials'.
-		return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: %s not found: no public key to verify with", where, secretWhere)
-	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", secretWhere)
-	case err != nil:
-		return nil, Unavailable(err, "%s could not be read", secretWhere)
+	s, err := f.readVerifySecret(ctx, namespace, v.SecretRef.Name, inputs, where, secretWhere)
+	if err != nil {
+		return nil, err
 	}
 	keys, err := cosign.ParseKeys(s.Data)
 	if err != nil {
 		return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: %s: %s", where, secretWhere, err.Error())
 	}
-	key := "verify\x00" + namespace + "\x00" + r.repo.String() + "\x00" + ref.DigestStr() + "\x00" + v.Provider + "\x00" + keys.Digest()
+	return f.verdict(ctx, namespace, r, ref, "keys\x00"+keys.Digest(), where, func(ctx context.Context) (*cosign.Signer, error) {
+		return cosign.Verify(ctx, r.puller, ref, keys, f.opts.Signatures)
+	})
+}
+
+// verifyKeyless verifies with v's keyless policy: the trust root of
+// trustedRootSecretRef, or the public one where the server allows it.
+func (f *Fetcher) verifyKeyless(ctx context.Context, namespace string, v *convoyv1alpha1.OCIVerification, inputs Inputs, r *ociResolution, ref name.Digest, where string) (*subresourcesv1alpha1.SourceSignature, error) {
+	trust, err := f.trustRoot(ctx, namespace, v, inputs, where)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]cosign.Identity, 0, len(v.MatchOIDCIdentity))
+	for _, m := range v.MatchOIDCIdentity {
+		ids = append(ids, cosign.Identity{Issuer: m.Issuer, Subject: m.Subject})
+	}
+	keyless, err := cosign.NewKeyless(trust, ids)
+	if err != nil {
+		return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: verify.matchOIDCIdentity: %s", where, err.Error())
+	}
+	return f.verdict(ctx, namespace, r, ref, "keyless\x00"+keyless.Digest(), where, func(ctx context.Context) (*cosign.Signer, error) {
+		return cosign.VerifyKeyless(ctx, r.puller, ref, keyless, f.opts.Signatures)
+	})
+}
+
+// trustRoot is the trust root of v: its Secret's trusted_root.json (parsed
+// once per content), or the public one.
+func (f *Fetcher) trustRoot(ctx context.Context, namespace string, v *convoyv1alpha1.OCIVerification, inputs Inputs, where string) (*cosign.TrustRoot, error) {
+	if v.TrustedRootSecretRef == nil {
+		if f.opts.PublicTrustRoot == nil {
+			return nil, failure.New(ReasonSignatureUnverified, nil, "%s: verify names no trustedRootSecretRef, and this server does not use the public Sigstore trust root "+
+				"(--sigstore-public-trust-root is off): no trust root to verify keyless signatures with", where)
+		}
+		tr, err := f.opts.PublicTrustRoot.TrustRoot(ctx)
+		if err != nil {
+			return nil, failure.New(ReasonSourceUnreachable, err, "%s: the public Sigstore trust root could not be fetched", where)
+		}
+		return tr, nil
+	}
+	secretWhere := "verify.trustedRootSecretRef " + convoyv1alpha1.ObjectKey{Kind: "Secret", Namespace: namespace, Name: v.TrustedRootSecretRef.Name}.Describe()
+	s, err := f.readVerifySecret(ctx, namespace, v.TrustedRootSecretRef.Name, inputs, where, secretWhere)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := s.Data[TrustRootKey]
+	if !ok {
+		return nil, failure.New(ReasonSignatureUnverified, nil, "%s: %s has no key %s: no trust root to verify with", where, secretWhere, TrustRootKey)
+	}
+	sum := sha256.Sum256(data)
+	id := hex.EncodeToString(sum[:])
+	if tr, ok := f.trustRoots.Get(id); ok {
+		return tr, nil
+	}
+	tr, err := cosign.ParseTrustRoot(data)
+	if err != nil {
+		return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: %s: %s", where, secretWhere, err.Error())
+	}
+	f.trustRoots.Put(id, tr)
+	return tr, nil
+}
+
+// readVerifySecret reads a Secret verify names, as the Release.
+func (f *Fetcher) readVerifySecret(ctx context.Context, namespace, name string, inputs Inputs, where, secretWhere string) (*corev1.Secret, error) {
+	s, err := inputs.Secret(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		// No key or root, no verification: the artifact's reason, not the
+		// credentials'.
+		return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: %s not found: nothing to verify with", where, secretWhere)
+	case apierrors.IsForbidden(err):
+		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", secretWhere)
+	case err != nil:
+		return nil, Unavailable(err, "%s could not be read", secretWhere)
+	}
+	return s, nil
+}
+
+// verdict runs check, or takes its verdict from the cache: kept for
+// ResolveMaxAge by namespace, origin, digest, provider and the digest of
+// the policy (keys, or trust root and identities), never across
+// namespaces or trust material.
+func (f *Fetcher) verdict(ctx context.Context, namespace string, r *ociResolution, ref name.Digest, policy, where string, check func(context.Context) (*cosign.Signer, error)) (*subresourcesv1alpha1.SourceSignature, error) {
+	key := "verify\x00" + namespace + "\x00" + r.repo.String() + "\x00" + ref.DigestStr() + "\x00" + ProviderCosign + "\x00" + policy
 	if sig, ok := f.getSignature(key); f.countSignatureLookup(ok) {
 		return sig, nil
 	}
@@ -100,11 +194,14 @@ func (f *Fetcher) verify(ctx context.Context, namespace string, v *convoyv1alpha
 		if sig, ok := f.getSignature(key); ok {
 			return sig, nil
 		}
-		signer, err := cosign.Verify(ctx, r.puller, ref, keys, f.opts.Signatures)
+		signer, err := check(ctx)
 		if err != nil {
 			return nil, cosignFailure(where, err)
 		}
-		sig := &subresourcesv1alpha1.SourceSignature{Provider: ProviderCosign, Key: signer.Key, Fingerprint: signer.Fingerprint, Layout: signer.Layout}
+		sig := &subresourcesv1alpha1.SourceSignature{
+			Provider: ProviderCosign, Key: signer.Key, Fingerprint: signer.Fingerprint,
+			Issuer: signer.Issuer, Subject: signer.Subject, Layout: signer.Layout,
+		}
 		f.putSignature(key, sig)
 		return sig, nil
 	})

@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/internal/cosigner"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
+	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 )
 
 func verified(url, tag, secret string) *convoyv1alpha1.Release {
@@ -148,4 +150,97 @@ func TestVerifyReferrersIndexBounded(t *testing.T) {
 	ferr := fetchErr(t, f, verified(reg.URL("charts/web"), "1", "keys"), inputs, ReasonArtifactTooLarge)
 	assert.Contains(t, ferr.Message, "the referrers index is larger than the limit of 1048576 bytes")
 	assert.Contains(t, ferr.Message, digest)
+}
+
+func keyless(url, tag, rootSecret string, ids ...convoyv1alpha1.OIDCIdentityMatch) *convoyv1alpha1.Release {
+	v := &convoyv1alpha1.OCIVerification{Provider: ProviderCosign, MatchOIDCIdentity: ids}
+	if rootSecret != "" {
+		v.TrustedRootSecretRef = &convoyv1alpha1.LocalObjectReference{Name: rootSecret}
+	}
+	return ociRelease(convoyv1alpha1.OCIRepositorySource{URL: url, Tag: tag, Verify: v})
+}
+
+type publicRoot struct {
+	root  []byte
+	err   error
+	calls int
+}
+
+func (p *publicRoot) TrustRoot(context.Context) (*cosign.TrustRoot, error) {
+	p.calls++
+	if p.err != nil {
+		return nil, p.err
+	}
+	return cosign.ParseTrustRoot(p.root)
+}
+
+// Keyless: a signature of the expected identity verifies with the trust
+// root of the Release's Secret (or the public one where the server allows
+// it) and names its signer; another identity, a missing or broken trust
+// root, or none allowed is SignatureUnverified and nothing is downloaded.
+func TestVerifyOCIKeyless(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, ociregistry.Options{})
+	signed, err := reg.PushChart(ctx, "charts/web", "signed", chartTGZ, []byte(`{"name":"web","version":"1.0.0"}`))
+	require.NoError(t, err)
+	ss, err := cosigner.NewSigstore()
+	require.NoError(t, err)
+	ref, err := reg.Digest("charts/web", signed)
+	require.NoError(t, err)
+	const issuer, subject = "https://token.actions.githubusercontent.com", "https://github.com/kumodo/web/.github/workflows/release.yaml@refs/tags/v1"
+	require.NoError(t, ss.SignTag(ctx, ref, issuer, subject, cosigner.Evidence{}, reg.ClientOptions(ctx)...))
+	rootJSON, err := ss.TrustedRoot(cosigner.RootOptions{})
+	require.NoError(t, err)
+	secret := func(name string, data map[string][]byte) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Data: data}
+	}
+	inputs := inputsOf(secret("root", map[string][]byte{TrustRootKey: rootJSON}), secret("empty", map[string][]byte{"x": []byte("y")}),
+		secret("broken", map[string][]byte{TrustRootKey: []byte(`{"mediaType":"nope"}`)}))
+	ours := convoyv1alpha1.OIDCIdentityMatch{Issuer: `https://token\.actions\.githubusercontent\.com`, Subject: `https://github\.com/kumodo/web/.+`}
+	f, _ := newFetcher(t)
+
+	src, err := f.Fetch(ctx, keyless(reg.URL("charts/web"), "signed", "root", ours), inputs)
+	require.NoError(t, err)
+	assert.Equal(t, chartTGZ, src.Chart)
+	require.NotNil(t, src.Resolved.Verified)
+	assert.Equal(t, issuer, src.Resolved.Verified.Issuer)
+	assert.Equal(t, subject, src.Resolved.Verified.Subject)
+	assert.Equal(t, "tag", src.Resolved.Verified.Layout)
+	assert.Empty(t, src.Resolved.Verified.Key)
+
+	public := &publicRoot{root: rootJSON}
+	fp, _ := newFetcher(t, func(o *Options) { o.PublicTrustRoot = public })
+	_, err = fp.Fetch(ctx, keyless(reg.URL("charts/web"), "signed", "", ours), inputs)
+	require.NoError(t, err)
+	assert.Equal(t, 1, public.calls)
+
+	for _, tc := range []struct {
+		name string
+		f    *Fetcher
+		rel  *convoyv1alpha1.Release
+		says []string
+	}{
+		{"another subject", f, keyless(reg.URL("charts/web"), "signed", "root", convoyv1alpha1.OIDCIdentityMatch{Issuer: ours.Issuer, Subject: "https://github.com/kumodo/api/.+"}),
+			[]string{"none by an expected identity", `found issuer "` + issuer + `", subject "` + subject + `"`}},
+		{"no trust root Secret", f, keyless(reg.URL("charts/web"), "signed", "absent", ours), []string{"verify.trustedRootSecretRef Secret shop/absent not found"}},
+		{"no trusted_root.json", f, keyless(reg.URL("charts/web"), "signed", "empty", ours), []string{"has no key trusted_root.json"}},
+		{"a broken trust root", f, keyless(reg.URL("charts/web"), "signed", "broken", ours), []string{"not a Sigstore trusted_root.json"}},
+		{"no public root allowed", f, keyless(reg.URL("charts/web"), "signed", "", ours), []string{"--sigstore-public-trust-root is off"}},
+		{"a bad expression", f, keyless(reg.URL("charts/web"), "signed", "root", convoyv1alpha1.OIDCIdentityMatch{Issuer: "(", Subject: "x"}), []string{"not a regular expression"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg.Requests()
+			ferr := fetchErr(t, tc.f, tc.rel, inputs, ReasonSignatureUnverified)
+			t.Log(ferr.Message)
+			for _, s := range tc.says {
+				assert.Contains(t, ferr.Message, s)
+			}
+			assert.Zero(t, count(reg.Requests(), http.MethodGet, "/blobs/sha256:"+sha256Hex(chartTGZ)), "the chart is not downloaded")
+		})
+	}
+
+	// The public root unavailable: a transient failure, not a verdict.
+	down := &publicRoot{err: errors.New("connection refused")}
+	fd, _ := newFetcher(t, func(o *Options) { o.PublicTrustRoot = down })
+	fetchErr(t, fd, keyless(reg.URL("charts/web"), "signed", "", ours), inputs, ReasonSourceUnreachable)
 }

@@ -101,7 +101,19 @@ func TestCRDValidation(t *testing.T) {
 		{name: "verification by an unknown provider", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: notation, secretRef: {name: keys}}}}`), wantErr: `spec.source.ociRepository.verify.provider: Unsupported value: "notation"`},
 		{name: "verification without keys", object: release(`
-  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign}}}`), wantErr: "secretRef is required: keyless verification (matchOIDCIdentity) is not built yet"},
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign}}}`), wantErr: "exactly one of secretRef (public keys) and matchOIDCIdentity (keyless) is required"},
+		{name: "keyless verification", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: [{issuer: "https://token\\.actions\\.githubusercontent\\.com", subject: "https://github\\.com/o/r/.*"}], trustedRootSecretRef: {name: root}}}}}`)},
+		{name: "keyless verification with the public trust root", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: [{issuer: i, subject: s}]}}}`)},
+		{name: "keys and keyless at once", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, secretRef: {name: keys}, matchOIDCIdentity: [{issuer: i, subject: s}]}}}`), wantErr: "exactly one of secretRef (public keys) and matchOIDCIdentity (keyless) is required"},
+		{name: "a trust root with keys", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, secretRef: {name: keys}, trustedRootSecretRef: {name: root}}}}`), wantErr: "trustedRootSecretRef is for keyless verification (matchOIDCIdentity)"},
+		{name: "an identity without a subject", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: [{issuer: i}]}}}`), wantErr: "matchOIDCIdentity[0].subject: Required value"},
+		{name: "no identity", object: release(`
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: []}}}`), wantErr: "should have at least 1 items"},
 		{name: "OCI repository path out of the bundle", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", path: "a/../../etc"}}`), wantErr: "must be relative to the bundle's root"},
 		{name: "Git source", object: release(`

@@ -276,8 +276,11 @@ type OCIRepositorySource struct {
 	Verify *OCIVerification `json:"verify,omitempty"`
 }
 
-// OCIVerification says whose signatures an OCI artifact must carry.
-// +kubebuilder:validation:XValidation:rule="has(self.secretRef)",message="secretRef is required: keyless verification (matchOIDCIdentity) is not built yet"
+// OCIVerification says whose signatures an OCI artifact must carry: a
+// key's of a Secret (secretRef), or keyless, a certificate of a Sigstore
+// trust root issued to one of the identities (matchOIDCIdentity).
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef) != has(self.matchOIDCIdentity)",message="exactly one of secretRef (public keys) and matchOIDCIdentity (keyless) is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.trustedRootSecretRef) || has(self.matchOIDCIdentity)",message="trustedRootSecretRef is for keyless verification (matchOIDCIdentity)"
 type OCIVerification struct {
 	// provider of the signatures: cosign (the legacy sha256-HEX.sig tag
 	// and Sigstore bundles attached as OCI referrers).
@@ -288,6 +291,39 @@ type OCIVerification struct {
 	// public key: a signature by any of them verifies.
 	// +optional
 	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+	// matchOIDCIdentity: a keyless signature verifies when its certificate
+	// was issued to one of these identities (and chains to the trusted
+	// root, with the log entry or timestamp the root requires).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	MatchOIDCIdentity []OIDCIdentityMatch `json:"matchOIDCIdentity,omitempty"`
+	// trustedRootSecretRef names a Secret of the Release's namespace, read
+	// as the Release's ServiceAccount, whose key trusted_root.json holds
+	// the Sigstore trust root (certificate authorities, transparency logs,
+	// timestamping authorities) of keyless signatures: a private Sigstore
+	// instance, or the public one's copied for an air-gapped cluster.
+	// Without it, the public Sigstore trust root, where the server allows
+	// it (--sigstore-public-trust-root).
+	// +optional
+	TrustedRootSecretRef *LocalObjectReference `json:"trustedRootSecretRef,omitempty"`
+}
+
+// OIDCIdentityMatch is an identity of keyless certificates: RE2 regular
+// expressions, each matching the whole value (as if between ^ and $).
+type OIDCIdentityMatch struct {
+	// issuer matches the certificate's OIDC issuer (e.g.
+	// https://token\.actions\.githubusercontent\.com).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Issuer string `json:"issuer"`
+	// subject matches the certificate's subject alternative name: the
+	// signing workflow's URI, an email (e.g.
+	// https://github\.com/ORG/REPO/\.github/workflows/release\.yaml@refs/tags/.*).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Subject string `json:"subject"`
 }
 
 // LocalObjectReference names an object of the Release's namespace.

@@ -172,6 +172,11 @@ func (in OCIVerification) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in OIDCIdentityMatch) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OIDCIdentityMatch"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ObjectKey) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ObjectKey"
 }

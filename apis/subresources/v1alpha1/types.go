@@ -68,11 +68,21 @@ type ResolvedSource struct {
 type SourceSignature struct {
 	// provider is cosign.
 	Provider string `json:"provider"`
-	// key is the key of the verify Secret that holds the public key (ci.pub).
-	Key string `json:"key"`
+	// key is the key of the verify Secret that holds the public key
+	// (ci.pub); empty for a keyless signature.
+	// +optional
+	Key string `json:"key,omitempty"`
 	// fingerprint is sha256: and the hex SHA-256 of the public key's DER
-	// SubjectPublicKeyInfo.
-	Fingerprint string `json:"fingerprint"`
+	// SubjectPublicKeyInfo; empty for a keyless signature.
+	// +optional
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// issuer is the OIDC issuer of a keyless signature's certificate.
+	// +optional
+	Issuer string `json:"issuer,omitempty"`
+	// subject is the subject alternative name of a keyless signature's
+	// certificate (the signing workflow, an email).
+	// +optional
+	Subject string `json:"subject,omitempty"`
 	// layout is where the signature was found: tag (the legacy
 	// sha256-HEX.sig tag) or referrer (a Sigstore bundle attached as an OCI
 	// referrer).

@@ -86,6 +86,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.OCIRepositorySourceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("OCIVerification"):
 		return &convoyv1alpha1.OCIVerificationApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("OIDCIdentityMatch"):
+		return &convoyv1alpha1.OIDCIdentityMatchApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Pin"):
 		return &convoyv1alpha1.PinApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Release"):

@@ -64,6 +64,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.MutationTarget{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_MutationTarget(ref),
 		v1alpha1.OCIRepositorySource{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_OCIRepositorySource(ref),
 		v1alpha1.OCIVerification{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_OCIVerification(ref),
+		v1alpha1.OIDCIdentityMatch{}.OpenAPIModelName():                schema_convoy_apiserver_apis_convoy_v1alpha1_OIDCIdentityMatch(ref),
 		v1alpha1.ObjectKey{}.OpenAPIModelName():                        schema_convoy_apiserver_apis_convoy_v1alpha1_ObjectKey(ref),
 		v1alpha1.Pin{}.OpenAPIModelName():                              schema_convoy_apiserver_apis_convoy_v1alpha1_Pin(ref),
 		v1alpha1.Release{}.OpenAPIModelName():                          schema_convoy_apiserver_apis_convoy_v1alpha1_Release(ref),
@@ -1466,7 +1467,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIVerification(ref common.Ref
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "OCIVerification says whose signatures an OCI artifact must carry.",
+				Description: "OCIVerification says whose signatures an OCI artifact must carry: a key's of a Secret (secretRef), or keyless, a certificate of a Sigstore trust root issued to one of the identities (matchOIDCIdentity).",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
 					"provider": {
@@ -1483,12 +1484,66 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_OCIVerification(ref common.Ref
 							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
+					"matchOIDCIdentity": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "matchOIDCIdentity: a keyless signature verifies when its certificate was issued to one of these identities (and chains to the trusted root, with the log entry or timestamp the root requires).",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.OIDCIdentityMatch{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"trustedRootSecretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "trustedRootSecretRef names a Secret of the Release's namespace, read as the Release's ServiceAccount, whose key trusted_root.json holds the Sigstore trust root (certificate authorities, transparency logs, timestamping authorities) of keyless signatures: a private Sigstore instance, or the public one's copied for an air-gapped cluster. Without it, the public Sigstore trust root, where the server allows it (--sigstore-public-trust-root).",
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"provider"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName(), v1alpha1.OIDCIdentityMatch{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_OIDCIdentityMatch(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "OIDCIdentityMatch is an identity of keyless certificates: RE2 regular expressions, each matching the whole value (as if between ^ and $).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"issuer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "issuer matches the certificate's OIDC issuer (e.g. https://token\\.actions\\.githubusercontent\\.com).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "subject matches the certificate's subject alternative name: the signing workflow's URI, an email (e.g. https://github\\.com/ORG/REPO/\\.github/workflows/release\\.yaml@refs/tags/.*).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"issuer", "subject"},
+			},
+		},
 	}
 }
 
@@ -3195,16 +3250,28 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_SourceSignature(ref comm
 					},
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Description: "key is the key of the verify Secret that holds the public key (ci.pub).",
-							Default:     "",
+							Description: "key is the key of the verify Secret that holds the public key (ci.pub); empty for a keyless signature.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"fingerprint": {
 						SchemaProps: spec.SchemaProps{
-							Description: "fingerprint is sha256: and the hex SHA-256 of the public key's DER SubjectPublicKeyInfo.",
-							Default:     "",
+							Description: "fingerprint is sha256: and the hex SHA-256 of the public key's DER SubjectPublicKeyInfo; empty for a keyless signature.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"issuer": {
+						SchemaProps: spec.SchemaProps{
+							Description: "issuer is the OIDC issuer of a keyless signature's certificate.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"subject": {
+						SchemaProps: spec.SchemaProps{
+							Description: "subject is the subject alternative name of a keyless signature's certificate (the signing workflow, an email).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -3218,7 +3285,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_SourceSignature(ref comm
 						},
 					},
 				},
-				Required: []string{"provider", "key", "fingerprint", "layout"},
+				Required: []string{"provider", "layout"},
 			},
 		},
 	}

@@ -504,6 +504,12 @@ var schemaYAML = typed.YAMLObject(`types:
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIVerification
   map:
     fields:
+    - name: matchOIDCIdentity
+      type:
+        list:
+          elementType:
+            namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OIDCIdentityMatch
+          elementRelationship: atomic
     - name: provider
       type:
         scalar: string
@@ -511,6 +517,20 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: secretRef
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+    - name: trustedRootSecretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OIDCIdentityMatch
+  map:
+    fields:
+    - name: issuer
+      type:
+        scalar: string
+      default: ""
+    - name: subject
+      type:
+        scalar: string
+      default: ""
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Pin
   map:
     fields:

@@ -21,7 +21,9 @@ package v1alpha1
 // OCIVerificationApplyConfiguration represents a declarative configuration of the OCIVerification type for use
 // with apply.
 //
-// OCIVerification says whose signatures an OCI artifact must carry.
+// OCIVerification says whose signatures an OCI artifact must carry: a
+// key's of a Secret (secretRef), or keyless, a certificate of a Sigstore
+// trust root issued to one of the identities (matchOIDCIdentity).
 type OCIVerificationApplyConfiguration struct {
 	// provider of the signatures: cosign (the legacy sha256-HEX.sig tag
 	// and Sigstore bundles attached as OCI referrers).
@@ -30,6 +32,18 @@ type OCIVerificationApplyConfiguration struct {
 	// Release's ServiceAccount, whose keys ending in .pub each hold a PEM
 	// public key: a signature by any of them verifies.
 	SecretRef *LocalObjectReferenceApplyConfiguration `json:"secretRef,omitempty"`
+	// matchOIDCIdentity: a keyless signature verifies when its certificate
+	// was issued to one of these identities (and chains to the trusted
+	// root, with the log entry or timestamp the root requires).
+	MatchOIDCIdentity []OIDCIdentityMatchApplyConfiguration `json:"matchOIDCIdentity,omitempty"`
+	// trustedRootSecretRef names a Secret of the Release's namespace, read
+	// as the Release's ServiceAccount, whose key trusted_root.json holds
+	// the Sigstore trust root (certificate authorities, transparency logs,
+	// timestamping authorities) of keyless signatures: a private Sigstore
+	// instance, or the public one's copied for an air-gapped cluster.
+	// Without it, the public Sigstore trust root, where the server allows
+	// it (--sigstore-public-trust-root).
+	TrustedRootSecretRef *LocalObjectReferenceApplyConfiguration `json:"trustedRootSecretRef,omitempty"`
 }
 
 // OCIVerificationApplyConfiguration constructs a declarative configuration of the OCIVerification type for use with
@@ -51,5 +65,26 @@ func (b *OCIVerificationApplyConfiguration) WithProvider(value string) *OCIVerif
 // If called multiple times, the SecretRef field is set to the value of the last call.
 func (b *OCIVerificationApplyConfiguration) WithSecretRef(value *LocalObjectReferenceApplyConfiguration) *OCIVerificationApplyConfiguration {
 	b.SecretRef = value
+	return b
+}
+
+// WithMatchOIDCIdentity adds the given value to the MatchOIDCIdentity field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the MatchOIDCIdentity field.
+func (b *OCIVerificationApplyConfiguration) WithMatchOIDCIdentity(values ...*OIDCIdentityMatchApplyConfiguration) *OCIVerificationApplyConfiguration {
+	for i := range values {
+		if values[i] == nil {
+			panic("nil value passed to WithMatchOIDCIdentity")
+		}
+		b.MatchOIDCIdentity = append(b.MatchOIDCIdentity, *values[i])
+	}
+	return b
+}
+
+// WithTrustedRootSecretRef sets the TrustedRootSecretRef field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TrustedRootSecretRef field is set to the value of the last call.
+func (b *OCIVerificationApplyConfiguration) WithTrustedRootSecretRef(value *LocalObjectReferenceApplyConfiguration) *OCIVerificationApplyConfiguration {
+	b.TrustedRootSecretRef = value
 	return b
 }
