@@ -39,6 +39,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
+	"github.com/kumodo/convoy-apiserver/pkg/sigstoreroot"
 )
 
 // ChartKey is the binaryData key of a source ConfigMap that holds a
@@ -113,9 +114,16 @@ type Options struct {
 	// Signatures bound the signatures read to verify an artifact
 	// (cosign.Limits; zero: its defaults).
 	Signatures cosign.Limits
-	// PublicTrustRoot gives the public Sigstore trust root to keyless
-	// verifications without a trustedRootSecretRef; nil: none may use it
-	// (--sigstore-public-trust-root off).
+	// PublicSigstore lets keyless verifications without a
+	// trustedRootSecretRef use the public Sigstore trust root, fetched from
+	// SigstoreMirror through this policy and kept in memory
+	// (--sigstore-public-trust-root).
+	PublicSigstore bool
+	// SigstoreMirror is the public instance's TUF repository (empty: its
+	// own; --sigstore-tuf-mirror).
+	SigstoreMirror string
+	// PublicTrustRoot gives the public trust root in place of the one
+	// PublicSigstore fetches (tests); nil with PublicSigstore off: none.
 	PublicTrustRoot PublicTrustRoot
 	// Clock is the caches' clock; nil: the real one.
 	Clock clock.PassiveClock
@@ -280,6 +288,11 @@ func NewFetcher(opts Options) *Fetcher {
 	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)
 	f.pullers = agecache.New[string, *remote.Puller](1024, 10*time.Minute, opts.Clock, nil)
 	f.trustRoots = agecache.New[string, *cosign.TrustRoot](64, time.Hour, opts.Clock, nil)
+	if opts.PublicSigstore && opts.PublicTrustRoot == nil {
+		f.opts.PublicTrustRoot = sigstoreroot.New(sigstoreroot.Options{
+			Client: f.clientFor(nil, "sigstore").http, Mirror: opts.SigstoreMirror, Timeout: opts.Timeout,
+		})
+	}
 	return f
 }
 

@@ -244,3 +244,19 @@ func TestVerifyOCIKeyless(t *testing.T) {
 	fd, _ := newFetcher(t, func(o *Options) { o.PublicTrustRoot = down })
 	fetchErr(t, fd, keyless(reg.URL("charts/web"), "signed", "", ours), inputs, ReasonSourceUnreachable)
 }
+
+// The public trust root is fetched through the sources' address policy:
+// a mirror the policy refuses (here a link-local address, refused before
+// any packet is sent) fails the verification as unreachable, naming why.
+func TestPublicTrustRootThroughAddressPolicy(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, ociregistry.Options{})
+	_, err := reg.PushChart(ctx, "charts/web", "1", chartTGZ, []byte(`{"name":"web","version":"1.0.0"}`))
+	require.NoError(t, err)
+	f, _ := newFetcher(t, func(o *Options) { o.PublicSigstore = true; o.SigstoreMirror = "https://169.254.169.254" })
+	rel := keyless(reg.URL("charts/web"), "1", "", convoyv1alpha1.OIDCIdentityMatch{Issuer: "i", Subject: "s"})
+	ferr := fetchErr(t, f, rel, inputsOf(), ReasonSourceUnreachable)
+	assert.Contains(t, ferr.Message, "the public Sigstore trust root could not be fetched")
+	assert.Contains(t, ferr.Message, "169.254.169.254")
+	t.Log(ferr.Message)
+}

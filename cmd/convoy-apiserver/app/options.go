@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/sigstoreroot"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
@@ -106,6 +108,7 @@ func NewOptions() *Options {
 				Timeout: source.DefaultTimeout, MaxArtifactBytes: source.DefaultMaxArtifactBytes, MaxIndexBytes: source.DefaultMaxIndexBytes,
 				MaxGitBytes: source.DefaultMaxGitBytes, MaxGitRefs: source.DefaultMaxGitRefs,
 				Concurrency: source.DefaultConcurrency, PerNamespace: source.DefaultPerNamespace, CacheBytes: source.DefaultCacheBytes, ResolveMaxAge: source.DefaultResolveMaxAge,
+				SigstoreMirror: sigstoreroot.DefaultMirror,
 			},
 			LeaderElection: componentbaseconfig.LeaderElectionConfiguration{
 				LeaderElect:       true,
@@ -201,6 +204,11 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	sources.DurationVar(&o.Sources.ResolveMaxAge, "source-resolve-max-age", o.Sources.ResolveMaxAge,
 		"How long a tag's digest or a Helm index is reused per URL and credentials, and an access to a kept artifact taken as confirmed: a tag moved shows within it.")
 
+	sources.BoolVar(&o.Sources.PublicSigstore, "sigstore-public-trust-root", o.Sources.PublicSigstore,
+		"Let keyless verifications without a trustedRootSecretRef use the public Sigstore instance's trust root: fetched on first use from --sigstore-tuf-mirror through the sources' address policy (TUF, verified from the root sigstore-go embeds), kept in memory, refreshed daily. The one outbound connection no tenant chooses; off, such Releases are SignatureUnverified.")
+	sources.StringVar(&o.Sources.SigstoreMirror, "sigstore-tuf-mirror", o.Sources.SigstoreMirror,
+		"The TUF repository of the public Sigstore trust root (a mirror of it for a cluster without access to the internet's).")
+
 	contests := fss.FlagSet("contested fields")
 	contests.IntVar(&o.Contests.Heals, "contest-heals", o.Contests.Heals,
 		"Take-backs of a field by the same manager after a self-heal, within --contest-window, that make it contested: self-heal then backs off.")
@@ -284,6 +292,9 @@ func (o *Options) Validate() error {
 	// chart is read.
 	if o.Render.Memory < minRenderMemory {
 		errs = append(errs, fmt.Errorf("--render-memory-limit must be at least %d (128Mi): the render process needs about 85Mi before it reads the chart", minRenderMemory))
+	}
+	if u, err := url.Parse(o.Sources.SigstoreMirror); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--sigstore-tuf-mirror %q is not an http(s) URL", o.Sources.SigstoreMirror))
 	}
 	if s := o.Sources; s.Timeout <= 0 || s.MaxArtifactBytes <= 0 || s.MaxIndexBytes <= 0 || s.MaxGitBytes <= 0 || s.MaxGitRefs <= 0 || s.Concurrency <= 0 || s.PerNamespace <= 0 || s.CacheBytes <= 0 || s.ResolveMaxAge <= 0 || s.ResolveMaxAge > 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--fetch-timeout, --max-artifact-bytes, --max-index-bytes, --max-git-bytes, --max-git-refs, --max-concurrent-fetches, --max-concurrent-fetches-per-namespace, --source-cache-bytes and --source-resolve-max-age must be positive, and --source-resolve-max-age at most 10m"))
