@@ -103,7 +103,7 @@ func TestCRDValidation(t *testing.T) {
 		{name: "verification without keys", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign}}}`), wantErr: "exactly one of secretRef (public keys) and matchOIDCIdentity (keyless) is required"},
 		{name: "keyless verification", object: release(`
-  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: [{issuer: "https://token\\.actions\\.githubusercontent\\.com", subject: "https://github\\.com/o/r/.*"}], trustedRootSecretRef: {name: root}}}}}`)},
+  source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: [{issuer: "https://token\\.actions\\.githubusercontent\\.com", subject: "https://github\\.com/o/r/.*"}], trustedRootSecretRef: {name: root}}}}`)},
 		{name: "keyless verification with the public trust root", object: release(`
   source: {ociRepository: {url: "oci://registry.example.test/b", tag: "1", verify: {provider: cosign, matchOIDCIdentity: [{issuer: i, subject: s}]}}}`)},
 		{name: "keys and keyless at once", object: release(`

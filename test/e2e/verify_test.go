@@ -176,3 +176,81 @@ func TestRequireSignedSourcesPolicy(t *testing.T) {
 		assert.NoError(t, r.err, "%s/%s: %s", tc.ns, tc.name, r.stderr)
 	}
 }
+
+const (
+	ciIssuer  = "https://token.actions.githubusercontent.com"
+	ciSubject = "https://github.com/kumodo/web/.github/workflows/release.yaml@refs/tags/v1"
+)
+
+func withKeyless(rootSecret, issuer, subject string) releaseOption {
+	return func(r *convoyv1alpha1.Release) {
+		r.Spec.Source.OCIRepository.Verify = &convoyv1alpha1.OCIVerification{Provider: "cosign",
+			MatchOIDCIdentity:    []convoyv1alpha1.OIDCIdentityMatch{{Issuer: issuer, Subject: subject}},
+			TrustedRootSecretRef: &convoyv1alpha1.LocalObjectReference{Name: rootSecret}}
+	}
+}
+
+// A bundle signed keyless (a certificate of a Sigstore instance's
+// authority, issued to a CI's identity, logged and timestamped), in each
+// layout, is InSync with the identity expected and the instance's
+// trusted_root.json in a Secret; the signer's issuer and subject are in
+// /diff and kubectl convoy release get. Another identity, a trust root
+// missing or of another instance are SignatureUnverified: Undetermined.
+func TestKeylessVerifiedSources(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	standIn := newStandIn(t)
+	reg := startTestRegistry(t, ociregistry.Options{})
+	ours, err := cosigner.NewSigstore()
+	require.NoError(t, err)
+	theirs, err := cosigner.NewSigstore()
+	require.NoError(t, err)
+	ourRoot, err := ours.TrustedRoot(cosigner.RootOptions{})
+	require.NoError(t, err)
+	theirRoot, err := theirs.TrustedRoot(cosigner.RootOptions{})
+	require.NoError(t, err)
+	keysSecret(t, ns, "sigstore", map[string][]byte{source.TrustRootKey: ourRoot})
+	keysSecret(t, ns, "other-sigstore", map[string][]byte{source.TrustRootKey: theirRoot})
+	issuer := `https://token\.actions\.githubusercontent\.com`
+	subject := `https://github\.com/kumodo/web/\.github/workflows/release\.yaml@refs/tags/v.*`
+
+	for _, layout := range []string{"tag", "referrer"} {
+		repo := "keyless/" + layout
+		d := signedBundle(t, reg, repo, "v1", "blue")
+		ref, err := reg.Digest(repo, d)
+		require.NoError(t, err)
+		if layout == "tag" {
+			require.NoError(t, ours.SignTag(ctx, ref, ciIssuer, ciSubject, cosigner.Evidence{}, reg.ClientOptions(ctx)...))
+		} else {
+			require.NoError(t, ours.SignReferrer(ctx, ref, ciIssuer, ciSubject, cosigner.Evidence{}, reg.ClientOptions(ctx)...))
+		}
+		name := "keyless-" + layout
+		newSourceRelease(t, ns, name, ociSource(reg.URL(repo), "v1", ""), withKeyless("sigstore", issuer, subject))
+		standIn.apply(ns, name)
+		waitInSync(t, ns, name, metav1.ConditionTrue, "InSync")
+		diff := getDiff(t, ns, name, "")
+		require.NotNil(t, diff.ResolvedSource.Verified, layout)
+		assert.Equal(t, d, diff.ResolvedSource.Digest)
+		assert.Equal(t, ciIssuer, diff.ResolvedSource.Verified.Issuer)
+		assert.Equal(t, ciSubject, diff.ResolvedSource.Verified.Subject)
+		assert.Equal(t, layout, diff.ResolvedSource.Verified.Layout)
+		assert.Empty(t, diff.ResolvedSource.Verified.Key)
+		get := kubectlConvoy(t, "", "release", "get", name, "-n", ns)
+		require.Zero(t, get.code, "%s", get)
+		assert.Contains(t, get.stdout, "signed: cosign keyless by "+ciSubject+" of issuer "+ciIssuer+" ("+layout+")")
+	}
+
+	// Signed by another workflow of the same CI.
+	wrong := signedBundle(t, reg, "keyless/wrong", "v1", "green")
+	ref, err := reg.Digest("keyless/wrong", wrong)
+	require.NoError(t, err)
+	require.NoError(t, ours.SignReferrer(ctx, ref, ciIssuer, "https://github.com/kumodo/web/.github/workflows/pr.yaml@refs/pull/7/merge", cosigner.Evidence{}, reg.ClientOptions(ctx)...))
+	newSourceRelease(t, ns, "wrong-identity", ociSource(reg.URL("keyless/wrong"), "v1", ""), withKeyless("sigstore", issuer, subject))
+	assertUnverified(t, ns, "wrong-identity", "none by an expected identity", "pr.yaml@refs/pull/7/merge")
+
+	newSourceRelease(t, ns, "other-root", ociSource(reg.URL("keyless/referrer"), "v1", ""), withKeyless("other-sigstore", issuer, subject))
+	assertUnverified(t, ns, "other-root", "none verifies against the trusted root")
+
+	newSourceRelease(t, ns, "no-root", ociSource(reg.URL("keyless/referrer"), "v1", ""), withKeyless("absent", issuer, subject))
+	assertUnverified(t, ns, "no-root", "verify.trustedRootSecretRef Secret "+ns+"/absent not found")
+}

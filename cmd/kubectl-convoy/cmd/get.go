@@ -325,8 +325,12 @@ func gitRef(r convoyv1alpha1.GitReference) string {
 // repository; and the signature it was verified with, if any.
 func resolved(r *subresourcesv1alpha1.ResolvedSource) string {
 	out := resolvedArtifact(r)
-	if v := r.Verified; v != nil {
+	switch v := r.Verified; {
+	case v == nil:
+	case v.Key != "":
 		out += fmt.Sprintf(", signed: %s key %s (%s, %s)", v.Provider, v.Key, v.Fingerprint, v.Layout)
+	default:
+		out += fmt.Sprintf(", signed: %s keyless by %s of issuer %s (%s)", v.Provider, v.Subject, v.Issuer, v.Layout)
 	}
 	return out
 }
