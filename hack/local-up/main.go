@@ -30,10 +30,12 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	corev1 "k8s.io/api/core/v1"
@@ -253,6 +255,8 @@ func run() error {
 		fmt.Printf("\nAn OCI registry serves the example chart at %s;\n", ociExample)
 		fmt.Println("the Release demo/web takes it from there, once its signature verifies (spec.source.ociRepository.verify):")
 		fmt.Println("kubectl convoy release get web -n demo")
+		fmt.Println("and demo/web-keyless once its keyless signature does (a CI's identity, a Sigstore instance of this run):")
+		fmt.Println("kubectl convoy release get web-keyless -n demo")
 	}
 	if gitExample != "" {
 		fmt.Printf("\nGit's own server (git http-backend) serves the kustomize example at %s;\n", gitExample)
@@ -363,9 +367,55 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Release demo/web: %w", err)
 	}
+	if err := keylessRelease(ctx, kube, convoy, registry, release, signed); err != nil {
+		return "", err
+	}
 	pushed := registry.URL(repo) + ":" + tag
-	fmt.Fprintf(os.Stderr, "local-up: pushed and signed %s and created the Release demo/web\n", pushed)
+	fmt.Fprintf(os.Stderr, "local-up: pushed and signed %s and created the Releases demo/web and demo/web-keyless\n", pushed)
 	return pushed, nil
+}
+
+// The identity of make run's keyless signature: a release workflow of
+// GitHub Actions, as cosign sign writes it there.
+const (
+	keylessIssuer  = "https://token.actions.githubusercontent.com"
+	keylessSubject = "https://github.com/kumodo/web/.github/workflows/release.yaml@refs/tags/v1.0.0"
+)
+
+// keylessRelease signs the chart again, keyless (the legacy tag layout, as
+// cosign v2 does in CI), with a Sigstore instance in memory made for this
+// run, keeps its trusted_root.json in the Secret demo/sigstore-root, and
+// creates the Release demo/web-keyless: web's spec, verified by that
+// identity and trust root.
+func keylessRelease(ctx context.Context, kube kubernetes.Interface, convoy convoyclient.Interface, registry *ociregistry.Server, web *convoyv1alpha1.Release, signed name.Digest) error {
+	sigstore, err := cosigner.NewSigstore()
+	if err != nil {
+		return err
+	}
+	if err := sigstore.SignTag(ctx, signed, keylessIssuer, keylessSubject, cosigner.Evidence{}, registry.ClientOptions(ctx)...); err != nil {
+		return fmt.Errorf("signing the example chart keyless: %w", err)
+	}
+	trust, err := sigstore.TrustedRoot(cosigner.RootOptions{})
+	if err != nil {
+		return err
+	}
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sigstore-root"}, Data: map[string][]byte{source.TrustRootKey: trust}}
+	if _, err := kube.CoreV1().Secrets("demo").Create(ctx, root, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the Secret demo/sigstore-root: %w", err)
+	}
+	release := web.DeepCopy()
+	release.ObjectMeta = metav1.ObjectMeta{Namespace: "demo", Name: "web-keyless"}
+	release.Spec.Source.OCIRepository.Verify = &convoyv1alpha1.OCIVerification{Provider: "cosign",
+		MatchOIDCIdentity: []convoyv1alpha1.OIDCIdentityMatch{{
+			Issuer:  regexp.QuoteMeta(keylessIssuer),
+			Subject: `https://github\.com/kumodo/web/\.github/workflows/release\.yaml@refs/tags/v.*`,
+		}},
+		TrustedRootSecretRef: &convoyv1alpha1.LocalObjectReference{Name: root.Name}}
+	release.Spec.Content = &convoyv1alpha1.ReleaseContent{Values: &runtime.RawExtension{Raw: []byte(`{"message":"hello from demo/web-keyless"}`)}}
+	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the Release demo/web-keyless: %w", err)
+	}
+	return nil
 }
 
 // gitChartDir is where the Git example holds the example chart's directory.

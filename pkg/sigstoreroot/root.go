@@ -58,6 +58,9 @@ type Options struct {
 	Timeout time.Duration
 	// Clock; nil: the real one.
 	Clock clock.PassiveClock
+	// Fetched, when set, is called after each fetch with its error (nil:
+	// the root was fetched), for metrics.
+	Fetched func(error)
 }
 
 // Root is the public trust root, kept in memory. Safe for concurrent use.
@@ -141,6 +144,9 @@ func (r *Root) fetch(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.Timeout)
 	defer cancel()
 	tr, err := r.download(ctx)
+	if r.opts.Fetched != nil {
+		r.opts.Fetched(err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.opts.Clock.Now()

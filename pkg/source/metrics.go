@@ -103,6 +103,9 @@ func RegisterMetrics() {
 	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
 		verifications.WithLabelValues(ProviderCosign, outcome)
 	}
+	for _, outcome := range []string{"success", "failure"} {
+		trustRootFetches.WithLabelValues(outcome)
+	}
 	for _, outcome := range []string{outcomeSuccess, outcomeFailure, outcomeRefusal} {
 		for _, kind := range []string{"configMap", "ociRepository", "helmRepository", "git"} {
 			fetches.WithLabelValues(kind, outcome)

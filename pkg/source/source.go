@@ -291,6 +291,7 @@ func NewFetcher(opts Options) *Fetcher {
 	if opts.PublicSigstore && opts.PublicTrustRoot == nil {
 		f.opts.PublicTrustRoot = sigstoreroot.New(sigstoreroot.Options{
 			Client: f.clientFor(nil, "sigstore").http, Mirror: opts.SigstoreMirror, Timeout: opts.Timeout,
+			Fetched: countTrustRootFetch,
 		})
 	}
 	return f

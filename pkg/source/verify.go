@@ -57,6 +57,23 @@ var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 	StabilityLevel: metrics.ALPHA,
 }, []string{"provider", "outcome"})
 
+// trustRootFetches counts the fetches of the public Sigstore trust root.
+var trustRootFetches = metricSet.CounterVec(&metrics.CounterOpts{
+	Subsystem: "convoy_source",
+	Name:      "public_trust_root_fetches_total",
+	Help: "Fetches of the public Sigstore trust root from --sigstore-tuf-mirror (only with --sigstore-public-trust-root: on first use, then daily), by outcome " +
+		"(success; failure: the copy in memory is kept, tried again a minute later). The one outbound connection that no tenant chooses.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"outcome"})
+
+func countTrustRootFetch(err error) {
+	outcome := "success"
+	if err != nil {
+		outcome = "failure"
+	}
+	trustRootFetches.WithLabelValues(outcome).Inc()
+}
+
 // cosignKinds are the cosign failures that are SignatureUnverified; any
 // other (the registry) keeps the registry's reason.
 var cosignKinds = map[cosign.Kind]bool{

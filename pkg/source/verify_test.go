@@ -255,7 +255,14 @@ func TestPublicTrustRootThroughAddressPolicy(t *testing.T) {
 	require.NoError(t, err)
 	f, _ := newFetcher(t, func(o *Options) { o.PublicSigstore = true; o.SigstoreMirror = "https://169.254.169.254" })
 	rel := keyless(reg.URL("charts/web"), "1", "", convoyv1alpha1.OIDCIdentityMatch{Issuer: "i", Subject: "s"})
+	failures := func() float64 {
+		v, err := testutil.GetCounterMetricValue(trustRootFetches.WithLabelValues("failure"))
+		require.NoError(t, err)
+		return v
+	}
+	before := failures()
 	ferr := fetchErr(t, f, rel, inputsOf(), ReasonSourceUnreachable)
+	assert.Equal(t, before+1, failures(), "counted")
 	assert.Contains(t, ferr.Message, "the public Sigstore trust root could not be fetched")
 	assert.Contains(t, ferr.Message, "169.254.169.254")
 	t.Log(ferr.Message)

@@ -246,7 +246,8 @@ func loopOfTheExample(t *testing.T, kubeconfig string) {
 // ociExample follows demo/web, the Release of make run whose chart is in
 // the local OCI registry: applied by the stand-in, InSync and Healthy, its
 // /diff names the tag and the digest it resolved to, and the signature
-// local-up wrote and convoy-apiserver verified.
+// local-up wrote and convoy-apiserver verified; and demo/web-keyless, the
+// same chart verified by its keyless signature.
 func ociExample(t *testing.T, kubeconfig string) {
 	t.Helper()
 	d := exampleGoesRound(t, kubeconfig, "web")
@@ -256,6 +257,14 @@ func ociExample(t *testing.T, kubeconfig string) {
 	require.NotNil(t, d.ResolvedSource.Verified, "signed by local-up, verified")
 	assert.Equal(t, "local-up.pub", d.ResolvedSource.Verified.Key)
 	assert.Equal(t, "referrer", d.ResolvedSource.Verified.Layout)
+
+	// demo/web-keyless: the same digest, signed keyless too.
+	k := exampleGoesRound(t, kubeconfig, "web-keyless")
+	assert.Equal(t, d.ResolvedSource.Digest, k.ResolvedSource.Digest)
+	require.NotNil(t, k.ResolvedSource.Verified, "signed keyless by local-up, verified")
+	assert.Equal(t, "https://token.actions.githubusercontent.com", k.ResolvedSource.Verified.Issuer)
+	assert.Contains(t, k.ResolvedSource.Verified.Subject, "/.github/workflows/release.yaml@refs/tags/")
+	assert.Equal(t, "tag", k.ResolvedSource.Verified.Layout)
 }
 
 // gitExample follows demo/podinfo-git, the Release of make run whose
