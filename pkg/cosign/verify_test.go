@@ -45,7 +45,7 @@ type testRegistry struct {
 	hook     func(w http.ResponseWriter, r *http.Request) bool
 }
 
-func newRegistry(t *testing.T, referrers bool) *testRegistry {
+func newRegistry(t testing.TB, referrers bool) *testRegistry {
 	t.Helper()
 	reg := &testRegistry{}
 	h := registry.New(registry.WithReferrersSupport(referrers), registry.Logger(log.New(io.Discard, "", 0)))
@@ -96,14 +96,14 @@ func (r *testRegistry) options() []remote.Option {
 	return []remote.Option{remote.WithTransport(r.srv.Client().Transport)}
 }
 
-func (r *testRegistry) puller(t *testing.T) *remote.Puller {
+func (r *testRegistry) puller(t testing.TB) *remote.Puller {
 	p, err := remote.NewPuller(r.options()...)
 	require.NoError(t, err)
 	return p
 }
 
 // push pushes a random image to repo:tag and returns its digest.
-func (r *testRegistry) push(t *testing.T, repo, tag string) name.Digest {
+func (r *testRegistry) push(t testing.TB, repo, tag string) name.Digest {
 	t.Helper()
 	img, err := random.Image(64, 1)
 	require.NoError(t, err)
