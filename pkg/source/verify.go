@@ -85,7 +85,8 @@ var cosignKinds = map[cosign.Kind]bool{
 // resolved (r: its repository, client and credentials), with the policy
 // of src.Verify, and returns the signature it verified with. The verdict
 // is kept for ResolveMaxAge by namespace, origin, digest, provider and the
-// digest of the keys: never across namespaces or trust material. The
+// digest of the policy (keys, or trust root and identities): never across
+// namespaces or trust material. The
 // caller fetches the same digest: nothing is resolved again in between.
 func (f *Fetcher) verifyOCI(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs, r *ociResolution, ref name.Digest, where string) (*subresourcesv1alpha1.SourceSignature, error) {
 	v := src.Verify
