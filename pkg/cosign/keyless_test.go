@@ -96,6 +96,8 @@ func TestVerifyKeyless(t *testing.T) {
 			root: cosigner.RootOptions{NoLog: true}, kind: cosign.KindUntrusted, msg: []string{"a signed timestamp of one of its timestamping authorities", "no valid timestamp of the trusted root dates the signature"}},
 		{name: "a root of log only: the log entry's time suffices", sign: []signFunc{signTag(ours, ghIssuer, ghSubject, cosigner.Evidence{NoTimestamp: true})},
 			root: cosigner.RootOptions{NoTimestamps: true}, layout: cosign.LayoutTag},
+		{name: "a root of log only, a signature timestamped by an authority it does not list", sign: []signFunc{signReferrer(ours, ghIssuer, ghSubject, cosigner.Evidence{})},
+			root: cosigner.RootOptions{NoTimestamps: true}, layout: cosign.LayoutReferrer},
 		{name: "wrong identity and another root: the identity is what to fix", sign: []signFunc{
 			signTag(other, ghIssuer, ghSubject, cosigner.Evidence{}), signReferrer(ours, "https://gitlab.com", "group/project", cosigner.Evidence{})},
 			kind: cosign.KindWrongIdentity, msg: []string{`issuer "https://gitlab.com"`}},
