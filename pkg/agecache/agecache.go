@@ -62,6 +62,32 @@ func (c *Cache[K, V]) Get(key K) (V, bool) {
 	return e.value, true
 }
 
+// GetSince is Get of a value put at since or later: an older one is
+// kept, for others, but not returned (a refresh asks for what was read
+// after it was requested).
+func (c *Cache[K, V]) GetSince(key K, since time.Time) (V, bool) {
+	if since.IsZero() {
+		return c.Get(key)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var zero V
+	el, ok := c.entries[key]
+	if !ok {
+		return zero, false
+	}
+	e := el.Value.(*entry[K, V])
+	if c.clock.Now().UnixNano()-e.at >= int64(c.maxAge) {
+		c.remove(el)
+		return zero, false
+	}
+	if e.at < since.UnixNano() {
+		return zero, false
+	}
+	c.order.MoveToFront(el)
+	return e.value, true
+}
+
 // Put sets the value of key, as new, and drops the least recently used
 // values beyond the maximum size.
 func (c *Cache[K, V]) Put(key K, value V) {

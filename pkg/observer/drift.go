@@ -21,6 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -44,8 +45,9 @@ type DriftLoop struct {
 // NewDriftLoop returns a DriftLoop fed by the Release and ReleaseInventory
 // informers. Its passes start on: a Release created or its spec changed
 // (generation); the renderRefs of its ReleaseInventory changed; the informer
-// resync; spec.syncPolicy.interval after the previous pass. A sync request
-// (an annotation) and the observer's own status writes start none.
+// resync; spec.syncPolicy.interval after the previous pass; a refresh
+// request (an annotation), RefreshDelay after it. A sync request and the
+// observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
 	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
 	l := &DriftLoop{checker: checker, status: status, requester: requester, contests: contests}
@@ -54,8 +56,13 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 	_, err := releases.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
-			cur := newObj.(*convoyv1alpha1.Release)
-			l.add(cur, driftTrigger(oldObj.(*convoyv1alpha1.Release), cur))
+			old, cur := oldObj.(*convoyv1alpha1.Release), newObj.(*convoyv1alpha1.Release)
+			if refreshRequested(old, cur) {
+				// Requests of the next RefreshDelay make one pass.
+				l.addAfter(cur, RefreshDelay)
+				return
+			}
+			l.add(cur, driftTrigger(old, cur))
 		},
 		DeleteFunc: func(obj any) {
 			if r, ok := releaseOf(obj); ok {
@@ -98,6 +105,33 @@ func driftTrigger(old, cur *convoyv1alpha1.Release) trigger {
 	return noPass
 }
 
+// RefreshDelay is how long after a refresh request its pass runs: the
+// requests that come meanwhile (a script that refreshes a fleet, a user
+// who clicks twice) are handled by the same pass, with one read of the
+// source.
+const RefreshDelay = time.Second
+
+// refreshRequested tells a new refresh request: the annotation
+// convoy.kumodo.io/refresh-requested-at changed.
+func refreshRequested(old, cur *convoyv1alpha1.Release) bool {
+	v, ok := cur.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
+	return ok && v != old.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
+}
+
+// pendingRefresh is the refresh request of release its drift loop has not
+// handled yet: the annotation's value and its time ("" when none; a value
+// that is not a time is handled as a request of now).
+func pendingRefresh(release *convoyv1alpha1.Release, now time.Time) (string, time.Time) {
+	v := release.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
+	if v == "" || v == release.Status.LastHandledRefreshAt {
+		return "", time.Time{}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return v, t
+	}
+	return v, now
+}
+
 // releaseOf returns the Release of a delete event, also from a tombstone.
 func releaseOf(obj any) (*convoyv1alpha1.Release, bool) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -124,6 +158,11 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 // written in one apply before the sync request it decided on.
 func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
 	interval := Interval(release)
+	refresh, requested := pendingRefresh(release, time.Now())
+	if refresh != "" {
+		// The source is resolved again, whatever --source-resolve-max-age.
+		ctx = source.WithFreshAfter(ctx, requested)
+	}
 	report, err := l.checker.Check(ctx, release, drift.Options{})
 	if err != nil {
 		return interval, err
@@ -145,7 +184,14 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		panics.WithLabelValues("drift").Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Drift pass", "generation", release.Generation, "result", report.Result.Verdict, "reason", report.Reason)
-	if _, err := l.status.SetInSync(ctx, release, cond, selfHeal); err != nil {
+	status := DriftStatus{SelfHeal: selfHeal, HandledRefresh: refresh, NoResolution: release.Spec.Source.ConfigMap != nil}
+	if report.Desired != nil {
+		status.Resolved = report.Desired.Resolved
+	}
+	if refresh != "" {
+		klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", refresh)
+	}
+	if _, err := l.status.SetInSync(ctx, release, cond, status); err != nil {
 		return interval, err
 	}
 	if request {

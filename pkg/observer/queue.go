@@ -175,6 +175,17 @@ func (q *passQueue) add(obj any, t trigger) {
 	q.queue.Add(name)
 }
 
+// addAfter adds the Release of obj after d, for a pass that shares fresh
+// LISTs (a refresh request).
+func (q *passQueue) addAfter(obj any, d time.Duration) {
+	name, err := cache.ObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	q.queue.AddAfter(name, d)
+}
+
 // takeEvent returns when the latest event that enqueued key was seen, and
 // forgets it; false when none did since the last pass.
 func (q *passQueue) takeEvent(key cache.ObjectName) (time.Time, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
@@ -41,6 +43,9 @@ type observedStatus struct {
 	conditions    []metav1.Condition // InSync and Healthy
 	healthSummary *convoyv1alpha1.HealthSummary
 	selfHeal      *convoyv1alpha1.SelfHealStatus
+	lastResolved  *convoyv1alpha1.LastResolved
+	// handledRefresh is status.lastHandledRefreshAt.
+	handledRefresh string
 }
 
 // NewStatusWriter returns a StatusWriter that records an Event on the
@@ -64,6 +69,8 @@ func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
 		}
 		p.healthSummary = release.Status.HealthSummary.DeepCopy()
 		p.selfHeal = release.Status.SelfHeal.DeepCopy()
+		p.lastResolved = release.Status.LastResolved.DeepCopy()
+		p.handledRefresh = release.Status.LastHandledRefreshAt
 		w.parts[release.UID] = p
 	}
 	return p
@@ -95,17 +102,57 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 	})
 }
 
-// SetInSync sets the InSync condition of release, as SetCondition, and
-// status.selfHeal to selfHeal (nil: none), in one apply: the drift loop's
-// part. It writes only when something changed and reports whether it wrote.
-func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, selfHeal *convoyv1alpha1.SelfHealStatus) (bool, error) {
+// DriftStatus is what a drift pass writes besides the InSync condition.
+type DriftStatus struct {
+	// SelfHeal is status.selfHeal (nil: none).
+	SelfHeal *convoyv1alpha1.SelfHealStatus
+	// Resolved is what the source resolved to (nil: unknown this pass,
+	// status.lastResolved is kept).
+	Resolved *subresourcesv1alpha1.ResolvedSource
+	// NoResolution drops status.lastResolved (a ConfigMap source).
+	NoResolution bool
+	// HandledRefresh, when set, is the refresh request the pass handled.
+	HandledRefresh string
+}
+
+// SetInSync sets the InSync condition of release, as SetCondition, and the
+// rest of the drift loop's part (d), in one apply. status.lastResolved
+// changes, with the time, only when the revision does. It writes only when
+// something changed and reports whether it wrote.
+func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, d DriftStatus) (bool, error) {
 	return w.set(ctx, release, cond, func(p *observedStatus) bool {
-		if apiequality.Semantic.DeepEqual(selfHeal, p.selfHeal) {
-			return false
+		changed := false
+		if !apiequality.Semantic.DeepEqual(d.SelfHeal, p.selfHeal) {
+			p.selfHeal = d.SelfHeal.DeepCopy()
+			changed = true
 		}
-		p.selfHeal = selfHeal.DeepCopy()
-		return true
+		switch {
+		case d.NoResolution:
+			changed = changed || p.lastResolved != nil
+			p.lastResolved = nil
+		case d.Resolved != nil:
+			next := lastResolved(d.Resolved)
+			if p.lastResolved != nil {
+				next.Time = p.lastResolved.Time
+			}
+			if p.lastResolved == nil || *next != *p.lastResolved {
+				next.Time = metav1.NewTime(w.clock.Now().Truncate(time.Second))
+				p.lastResolved = next
+				changed = true
+			}
+		}
+		if d.HandledRefresh != "" && d.HandledRefresh != p.handledRefresh {
+			p.handledRefresh = d.HandledRefresh
+			changed = true
+		}
+		return changed
 	})
+}
+
+// lastResolved is the revision of r (its time unset).
+func lastResolved(r *subresourcesv1alpha1.ResolvedSource) *convoyv1alpha1.LastResolved {
+	return &convoyv1alpha1.LastResolved{Kind: r.Kind, URL: r.URL, Chart: r.Chart, Tag: r.Tag, Version: r.Version,
+		Ref: r.Ref, Digest: r.Digest, Commit: r.Commit}
 }
 
 // set sets cond and what change changes of the observer's part (it reports
@@ -121,7 +168,8 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
 	old := meta.FindStatusCondition(p.conditions, cond.Type)
 	transition := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
-	next := observedStatus{conditions: make([]metav1.Condition, len(p.conditions)), healthSummary: p.healthSummary, selfHeal: p.selfHeal}
+	next := observedStatus{conditions: make([]metav1.Condition, len(p.conditions)), healthSummary: p.healthSummary, selfHeal: p.selfHeal,
+		lastResolved: p.lastResolved, handledRefresh: p.handledRefresh}
 	copy(next.conditions, p.conditions)
 	changed := meta.SetStatusCondition(&next.conditions, cond)
 	changed = change(&next) || changed
@@ -150,6 +198,12 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	if s := next.selfHeal; s != nil {
 		status.WithSelfHeal(selfHealApply(s))
 	}
+	if r := next.lastResolved; r != nil {
+		status.WithLastResolved(lastResolvedApply(r))
+	}
+	if next.handledRefresh != "" {
+		status.WithLastHandledRefreshAt(next.handledRefresh)
+	}
 	_, err := w.releases.Releases(release.Namespace).ApplyStatus(ctx,
 		convoyapply.Release(release.Name, release.Namespace).WithStatus(status),
 		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerObserver, Force: true})
@@ -157,6 +211,7 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
 	}
 	p.conditions, p.healthSummary, p.selfHeal = next.conditions, next.healthSummary, next.selfHeal
+	p.lastResolved, p.handledRefresh = next.lastResolved, next.handledRefresh
 	if transition {
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
@@ -193,6 +248,21 @@ func selfHealApply(s *convoyv1alpha1.SelfHealStatus) *convoyapply.SelfHealStatus
 	}
 	if s.NextRequestAt != nil {
 		out.WithNextRequestAt(*s.NextRequestAt)
+	}
+	return out
+}
+
+// lastResolvedApply is r as an apply configuration: its fields that are
+// set.
+func lastResolvedApply(r *convoyv1alpha1.LastResolved) *convoyapply.LastResolvedApplyConfiguration {
+	out := convoyapply.LastResolved().WithKind(r.Kind).WithURL(r.URL).WithTime(r.Time)
+	for _, f := range []struct {
+		v    string
+		with func(string) *convoyapply.LastResolvedApplyConfiguration
+	}{{r.Chart, out.WithChart}, {r.Tag, out.WithTag}, {r.Version, out.WithVersion}, {r.Ref, out.WithRef}, {r.Digest, out.WithDigest}, {r.Commit, out.WithCommit}} {
+		if f.v != "" {
+			f.with(f.v)
+		}
 	}
 	return out
 }

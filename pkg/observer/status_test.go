@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
 )
 
@@ -137,14 +138,14 @@ func TestStatusWriterSelfHeal(t *testing.T) {
 		return got
 	}
 
-	wrote, err := w.SetInSync(ctx, release, drifted, nil)
+	wrote, err := w.SetInSync(ctx, release, drifted, DriftStatus{})
 	require.NoError(t, err)
 	assert.True(t, wrote)
-	wrote, err = w.SetInSync(ctx, release, drifted, selfHeal.DeepCopy())
+	wrote, err = w.SetInSync(ctx, release, drifted, DriftStatus{SelfHeal: selfHeal.DeepCopy()})
 	require.NoError(t, err)
 	assert.True(t, wrote, "the same condition, a new selfHeal")
 	assert.True(t, apiequality.Semantic.DeepEqual(selfHeal, get().Status.SelfHeal), "%+v", get().Status.SelfHeal)
-	wrote, err = w.SetInSync(ctx, release, drifted, selfHeal.DeepCopy())
+	wrote, err = w.SetInSync(ctx, release, drifted, DriftStatus{SelfHeal: selfHeal.DeepCopy()})
 	require.NoError(t, err)
 	assert.False(t, wrote, "nothing changed: no write")
 
@@ -156,14 +157,84 @@ func TestStatusWriterSelfHeal(t *testing.T) {
 
 	// A new leader's writer starts from the status on the server.
 	after := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clk)
-	wrote, err = after.SetInSync(ctx, get(), drifted, selfHeal.DeepCopy())
+	wrote, err = after.SetInSync(ctx, get(), drifted, DriftStatus{SelfHeal: selfHeal.DeepCopy()})
 	require.NoError(t, err)
 	assert.False(t, wrote)
 
 	// The contest ends: the apply without selfHeal removes it.
-	wrote, err = after.SetInSync(ctx, get(), drifted, nil)
+	wrote, err = after.SetInSync(ctx, get(), drifted, DriftStatus{})
 	require.NoError(t, err)
 	assert.True(t, wrote)
 	assert.Nil(t, get().Status.SelfHeal)
 	assert.NotNil(t, meta.FindStatusCondition(get().Status.Conditions, convoyv1alpha1.ConditionHealthy))
+}
+
+// status.lastResolved is written with InSync only when the revision
+// changes (its time is when it did), status.lastHandledRefreshAt when a
+// pass handled a new request; the health loop's applies keep both, and a
+// fleet at rest writes nothing.
+func TestStatusWriterLastResolved(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+	w, client, applies, clk := countingWriter(release, events.NewFakeRecorder(10))
+	ctx := context.Background()
+	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "in sync"}
+	get := func() *convoyv1alpha1.Release {
+		got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+	a := &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/apps.git", Ref: "refs/heads/main", Commit: "aaaa"}
+	wrote, err := w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: a})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	first := get().Status.LastResolved
+	require.NotNil(t, first)
+	assert.Equal(t, "aaaa", first.Commit)
+	assert.Equal(t, "refs/heads/main", first.Ref)
+
+	clk.SetTime(clk.Now().Add(time.Minute))
+	for range 3 {
+		wrote, err = w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: a.DeepCopy()})
+		require.NoError(t, err)
+		assert.False(t, wrote, "the same revision: nothing written")
+	}
+	wrote, err = w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: a, HandledRefresh: "2026-12-04T20:00:00.000001Z"})
+	require.NoError(t, err)
+	assert.True(t, wrote, "a refresh handled")
+	assert.Equal(t, "2026-12-04T20:00:00.000001Z", get().Status.LastHandledRefreshAt)
+	assert.True(t, first.Time.Equal(&get().Status.LastResolved.Time), "the revision's time is kept")
+
+	b := a.DeepCopy()
+	b.Commit = "bbbb"
+	wrote, err = w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: b})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, "bbbb", get().Status.LastResolved.Commit)
+	assert.True(t, get().Status.LastResolved.Time.After(first.Time.Time), "a new revision, a new time")
+	assert.Equal(t, "2026-12-04T20:00:00.000001Z", get().Status.LastHandledRefreshAt, "kept")
+
+	// Unknown this pass (a failed render): kept.
+	wrote, err = w.SetInSync(ctx, release, metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionUnknown, Reason: "Undetermined", Message: "x"}, DriftStatus{})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, "bbbb", get().Status.LastResolved.Commit)
+
+	healthy := metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy", Message: "1 of 1 healthy"}
+	_, err = w.SetCondition(ctx, release, healthy, &convoyv1alpha1.HealthSummary{Total: 1, Healthy: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "bbbb", get().Status.LastResolved.Commit, "the health loop's apply carries it")
+	assert.NotEmpty(t, get().Status.LastHandledRefreshAt)
+
+	after := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clk)
+	n := *applies
+	wrote, err = after.SetInSync(ctx, get(), metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionUnknown, Reason: "Undetermined", Message: "x"},
+		DriftStatus{Resolved: b.DeepCopy(), HandledRefresh: "2026-12-04T20:00:00.000001Z"})
+	require.NoError(t, err)
+	assert.False(t, wrote, "a new leader starts from the status on the server")
+	assert.Equal(t, n, *applies)
+
+	wrote, err = after.SetInSync(ctx, get(), inSync, DriftStatus{NoResolution: true})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Nil(t, get().Status.LastResolved, "a ConfigMap source resolves nothing")
 }

@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"errors"
+	"time"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
@@ -65,13 +66,44 @@ func (f *Fetcher) countLookup(cache string, hit bool) bool {
 // The caches of a Fetcher: each getter misses and each setter does nothing
 // when the caches are off (Options.CacheBytes < 0).
 
+// freshKey is the context key of WithFreshAfter.
+type freshKey struct{}
+
+// WithFreshAfter asks the fetches of ctx to resolve sources with what was
+// read from the registry or repository at t or later (a tag's digest, a
+// Helm index, a Git listing), whatever ResolveMaxAge: a refresh requested
+// at t. What they read is kept for the others as usual; a request to the
+// same registry or repository already in flight for another refresh is
+// joined. A t in the future is taken as now.
+func WithFreshAfter(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, freshKey{}, t)
+}
+
+// freshAfter is the time of WithFreshAfter (capped at now), or zero.
+func (f *Fetcher) freshAfter(ctx context.Context) time.Time {
+	t, _ := ctx.Value(freshKey{}).(time.Time)
+	if now := f.opts.Clock.Now(); t.After(now) {
+		return now
+	}
+	return t
+}
+
+// freshFlight keeps a refresh's requests apart from the ones in flight for
+// passes that may use older reads.
+func freshFlight(since time.Time) string {
+	if since.IsZero() {
+		return ""
+	}
+	return "\x00fresh"
+}
+
 // getResolution is the digest a tag (OCI) was resolved to for key (URL,
-// tag, credentials), within ResolveMaxAge.
-func (f *Fetcher) getResolution(key string) (string, bool) {
+// tag, credentials), within ResolveMaxAge, read at since or later.
+func (f *Fetcher) getResolution(key string, since time.Time) (string, bool) {
 	if f.resolutions == nil {
 		return "", false
 	}
-	return f.resolutions.Get(key)
+	return f.resolutions.GetSince(key, since)
 }
 
 func (f *Fetcher) putResolution(key, digest string) {
@@ -82,11 +114,11 @@ func (f *Fetcher) putResolution(key, digest string) {
 
 // getIndex is the index of a Helm repository fetched with key (URL,
 // credentials), within ResolveMaxAge.
-func (f *Fetcher) getIndex(key string) (*helmrepo.Index, bool) {
+func (f *Fetcher) getIndex(key string, since time.Time) (*helmrepo.Index, bool) {
 	if f.indexes == nil {
 		return nil, false
 	}
-	return f.indexes.Get(key)
+	return f.indexes.GetSince(key, since)
 }
 
 func (f *Fetcher) putIndex(key string, idx *helmrepo.Index) {

@@ -169,14 +169,15 @@ func pickTag(repo, want string, refs git.Refs) (string, error) {
 // content cache only to credentials whose own listing succeeded.
 func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds *gitCredentials) (git.Refs, error) {
 	key := "git\x00" + repo + "\x00" + creds.key
+	since := f.freshAfter(ctx)
 	if f.gitListings != nil {
-		if refs, ok := f.gitListings.Get(key); f.countLookup(agecache.CacheResolve, ok) {
+		if refs, ok := f.gitListings.GetSince(key, since); f.countLookup(agecache.CacheResolve, ok) {
 			return refs, nil
 		}
 	}
-	v, err := f.shared(ctx, namespace, "gitlist\x00"+key, func(ctx context.Context) (any, error) {
+	v, err := f.shared(ctx, namespace, "gitlist\x00"+key+freshFlight(since), func(ctx context.Context) (any, error) {
 		if f.gitListings != nil {
-			if refs, ok := f.gitListings.Get(key); ok {
+			if refs, ok := f.gitListings.GetSince(key, since); ok {
 				return refs, nil
 			}
 		}

@@ -44,10 +44,11 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	}
 	r := &helmResolution{base: base, creds: creds, client: f.clientFor(creds.tls, creds.tlsKey)}
 	key := "helm\x00" + base.String() + "\x00" + creds.key
-	idx, ok := f.getIndex(key)
+	since := f.freshAfter(ctx)
+	idx, ok := f.getIndex(key, since)
 	if !f.countLookup(agecache.CacheResolve, ok) {
-		v, err := f.shared(ctx, namespace, "index\x00"+key, func(ctx context.Context) (any, error) {
-			if idx, ok := f.getIndex(key); ok {
+		v, err := f.shared(ctx, namespace, "index\x00"+key+freshFlight(since), func(ctx context.Context) (any, error) {
+			if idx, ok := f.getIndex(key, since); ok {
 				return idx, nil
 			}
 			indexURL := base.ResolveReference(&url.URL{Path: "index.yaml"}).String()

@@ -78,13 +78,14 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 	// A tag resolved with these credentials (they are part of the key)
 	// within ResolveMaxAge confirms, as a HEAD would, that they may read
 	// its manifest.
-	if d, ok := f.getResolution(key); f.countLookup(agecache.CacheResolve, ok) {
+	since := f.freshAfter(ctx)
+	if d, ok := f.getResolution(key, since); f.countLookup(agecache.CacheResolve, ok) {
 		r.resolved.Digest, r.confirmed = d, true
 		return r, nil
 	}
 	where := src.URL + ":" + src.Tag
-	v, err := f.shared(ctx, namespace, "resolve\x00"+key, func(ctx context.Context) (any, error) {
-		if d, ok := f.getResolution(key); ok {
+	v, err := f.shared(ctx, namespace, "resolve\x00"+key+freshFlight(since), func(ctx context.Context) (any, error) {
+		if d, ok := f.getResolution(key, since); ok {
 			return d, nil
 		}
 		desc, err := puller.Head(ctx, repo.Tag(src.Tag))

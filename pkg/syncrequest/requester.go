@@ -1,12 +1,16 @@
-// Package syncrequest records sync requests for convoy's controller: the annotation
-// convoy.kumodo.io/sync-requested-at on the Release and an Event that names
-// who asked. POST releases/NAME/sync and the observer's loops share it.
+// Package syncrequest records requests on Releases: sync requests for
+// convoy's controller (the annotation convoy.kumodo.io/sync-requested-at)
+// and refresh requests for the observer's drift loop
+// (convoy.kumodo.io/refresh-requested-at), each with an Event that names
+// who asked. POST releases/NAME/sync and /refresh and the observer's loops
+// share it.
 package syncrequest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,8 +32,18 @@ var ReasonSyncRequested = failure.Declare(failure.Reason{
 	Action: "nothing; convoy's controller syncs the Release",
 })
 
-// actionRequestSync is the action of that Event.
-const actionRequestSync = "RequestSync"
+// ReasonRefreshRequested is the reason of the Event of a refresh request.
+var ReasonRefreshRequested = failure.Declare(failure.Reason{
+	Name: "RefreshRequested", Class: failure.ClassOutcome, Shows: []failure.Where{failure.Event},
+	Means:  "a refresh was requested (POST /refresh): the drift loop resolves the Release's source again now; the note names who asked",
+	Action: "nothing; status.lastHandledRefreshAt shows when it was handled, status.lastResolved what the source resolved to",
+})
+
+// The actions of those Events.
+const (
+	actionRequestSync    = "RequestSync"
+	actionRequestRefresh = "RequestRefresh"
+)
 
 // Requester records sync requests on Releases.
 type Requester struct {
@@ -49,27 +63,35 @@ func NewRequester(releases convoyclient.ReleasesGetter, recorder events.EventRec
 // recorded. A missing Release gives the API server's NotFound error unchanged,
 // so that callers can tell it apart with apierrors.IsNotFound.
 func (r *Requester) Request(ctx context.Context, namespace, name, requester, why string) (metav1.MicroTime, error) {
+	return r.request(ctx, namespace, name, requester, why, "sync", convoyv1alpha1.AnnotationSyncRequestedAt, ReasonSyncRequested, actionRequestSync)
+}
+
+// Refresh records a refresh request for the Release namespace/name on
+// behalf of requester, as Request does a sync request.
+func (r *Requester) Refresh(ctx context.Context, namespace, name, requester string) (metav1.MicroTime, error) {
+	return r.request(ctx, namespace, name, requester, "", "refresh", convoyv1alpha1.AnnotationRefreshRequestedAt, ReasonRefreshRequested, actionRequestRefresh)
+}
+
+func (r *Requester) request(ctx context.Context, namespace, name, requester, why, what, annotation, reason, action string) (metav1.MicroTime, error) {
 	now := metav1.NewMicroTime(r.clock.Now().UTC())
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
-			"annotations": map[string]string{
-				convoyv1alpha1.AnnotationSyncRequestedAt: now.Format(metav1.RFC3339Micro),
-			},
+			"annotations": map[string]string{annotation: now.Format(metav1.RFC3339Micro)},
 		},
 	})
 	if err != nil {
-		return now, fmt.Errorf("encoding sync annotation: %w", err)
+		return now, fmt.Errorf("encoding %s annotation: %w", what, err)
 	}
 	release, err := r.releases.Releases(namespace).Patch(ctx, name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: convoyv1alpha1.FieldManagerObserver})
 	if err != nil {
-		return now, fmt.Errorf("recording sync request on release %s/%s: %w", namespace, name, err)
+		return now, fmt.Errorf("recording %s request on release %s/%s: %w", what, namespace, name, err)
 	}
-	note := fmt.Sprintf("Sync requested by %s", requester)
+	note := fmt.Sprintf("%s%s requested by %s", strings.ToUpper(what[:1]), what[1:], requester)
 	if why != "" {
 		note += ": " + why
 	}
-	r.recorder.Eventf(release, nil, corev1.EventTypeNormal, ReasonSyncRequested, actionRequestSync, "%s", truncate.String(note, truncate.EventNote))
-	klog.FromContext(ctx).V(2).Info("Recorded sync request", "release", klog.KObj(release), "requester", requester, "at", now.Time)
+	r.recorder.Eventf(release, nil, corev1.EventTypeNormal, reason, action, "%s", truncate.String(note, truncate.EventNote))
+	klog.FromContext(ctx).V(2).Info("Recorded request", "what", what, "release", klog.KObj(release), "requester", requester, "at", now.Time)
 	return now, nil
 }

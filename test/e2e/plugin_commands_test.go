@@ -98,13 +98,13 @@ func TestPluginList(t *testing.T) {
 	r = kubectlConvoy(t, "", "release", "list", "-A", "-l", "team=web", "-o", "wide")
 	require.Equal(t, 0, r.code, r)
 	header, row = table(t, r.stdout, ns)
-	assert.Equal(t, []string{"NAMESPACE", "NAME", "INSYNC", "HEALTHY", "RENDER", "AGE", "SYNC-REASON", "HEALTH-REASON", "MESSAGE"}, header)
+	assert.Equal(t, []string{"NAMESPACE", "NAME", "INSYNC", "HEALTHY", "RENDER", "AGE", "SYNC-REASON", "HEALTH-REASON", "REVISION", "MESSAGE"}, header)
 	assert.Equal(t, []string{ns, "web", "True", "True", applied.Ref}, row[:5])
 	assert.NotContains(t, r.stdout, " api ")
 
 	r = kubectlConvoy(t, "", "release", "list", "-n", ns, "-o", "wide")
 	require.Equal(t, 0, r.code, r)
-	assert.Regexp(t, `(?m)^api\s+False\s+True\s+-\s+\S+\s+Drifted\s+NotConfigured\s+render \S+ \(Fresh\): `, r.stdout)
+	assert.Regexp(t, `(?m)^api\s+False\s+True\s+-\s+\S+\s+Drifted\s+NotConfigured\s+-\s+render \S+ \(Fresh\): `, r.stdout)
 
 	r = kubectlConvoy(t, "", "release", "list", "-n", ns, "-o", "name")
 	require.Equal(t, 0, r.code, r)

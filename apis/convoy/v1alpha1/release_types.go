@@ -17,6 +17,11 @@ const (
 const (
 	// AnnotationSyncRequestedAt holds the RFC 3339 time of the last sync request.
 	AnnotationSyncRequestedAt = "convoy.kumodo.io/sync-requested-at"
+	// AnnotationRefreshRequestedAt holds the RFC 3339 time of the last
+	// refresh request: the drift loop resolves the Release's source again
+	// then, whatever --source-resolve-max-age, and records the value it
+	// handled in status.lastHandledRefreshAt.
+	AnnotationRefreshRequestedAt = "convoy.kumodo.io/refresh-requested-at"
 	// LabelRelease names the Release a render Secret belongs to.
 	LabelRelease = "convoy.kumodo.io/release"
 	// LabelRenderRef holds the renderRef of a render Secret.
@@ -534,6 +539,55 @@ type ReleaseStatus struct {
 	// a new leader goes on from it. Absent when no field is contested.
 	// +optional
 	SelfHeal *SelfHealStatus `json:"selfHeal,omitempty"`
+
+	// lastResolved is the revision the observer's drift loop last resolved
+	// the Release's source to (not for a ConfigMap source): written by the
+	// leader's drift pass (field manager convoy-observe) when it changes.
+	// +optional
+	LastResolved *LastResolved `json:"lastResolved,omitempty"`
+	// lastHandledRefreshAt is the value of the annotation
+	// convoy.kumodo.io/refresh-requested-at that the drift loop last
+	// handled: a pass that resolved the source again after that time.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	LastHandledRefreshAt string `json:"lastHandledRefreshAt,omitempty"`
+}
+
+// LastResolved is a source and the revision it resolved to.
+type LastResolved struct {
+	// kind is OCIRepository, HelmRepository or GitRepository.
+	// +kubebuilder:validation:MaxLength=64
+	Kind string `json:"kind"`
+	// url is the repository.
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// chart is the chart's name (HelmRepository).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Chart string `json:"chart,omitempty"`
+	// tag is the tag asked for (OCIRepository, when by tag).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Tag string `json:"tag,omitempty"`
+	// version is the chart version chosen (HelmRepository).
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version,omitempty"`
+	// ref is the Git ref the commit came from (refs/heads/NAME,
+	// refs/tags/NAME).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Ref string `json:"ref,omitempty"`
+	// digest is the sha256 digest the artifact was fetched by (OCI, Helm).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Digest string `json:"digest,omitempty"`
+	// commit is the Git commit.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Commit string `json:"commit,omitempty"`
+	// time is when the drift loop first resolved this revision.
+	Time metav1.Time `json:"time"`
 }
 
 // Bounds of SelfHealStatus, enforced by the observer when it writes and by

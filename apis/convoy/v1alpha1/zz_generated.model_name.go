@@ -147,6 +147,11 @@ func (in LabelSelectorRequirement) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in LastResolved) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in LocalObjectReference) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference"
 }

@@ -31,6 +31,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ReleasePreview{},
 		&ReleaseHealth{},
 		&ReleaseSync{},
+		&ReleaseRefresh{},
 		&ReleaseRenderOptions{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)

@@ -346,6 +346,25 @@ type ReleaseSync struct {
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 
+// ReleaseRefresh is a request to resolve a Release's source again now
+// (POST releases/NAME/refresh), whatever --source-resolve-max-age. The
+// body may be empty ({}); the answer carries the time that was recorded,
+// which status.lastHandledRefreshAt shows once the drift loop handled it.
+type ReleaseRefresh struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// requestedAt is the time recorded in the annotation
+	// convoy.kumodo.io/refresh-requested-at of the Release.
+	// +optional
+	RequestedAt *metav1.MicroTime `json:"requestedAt,omitempty"`
+	// requestedBy is the user who asked for the refresh.
+	// +optional
+	RequestedBy string `json:"requestedBy,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
 // ReleaseRenderOptions are the query parameters of diff and preview.
 type ReleaseRenderOptions struct {
 	metav1.TypeMeta `json:",inline"`

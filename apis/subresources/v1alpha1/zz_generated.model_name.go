@@ -72,6 +72,11 @@ func (in ReleasePreview) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReleaseRefresh) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseRefresh"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in ReleaseRenderOptions) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.subresources.v1alpha1.ReleaseRenderOptions"
 }

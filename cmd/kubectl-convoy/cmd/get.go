@@ -221,6 +221,12 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 	if ov.diff != nil && ov.diff.ResolvedSource != nil {
 		field("Resolved source", resolved(ov.diff.ResolvedSource))
 	}
+	if lr := r.Status.LastResolved; lr != nil {
+		field("Last resolved", describeLastResolved(lr))
+	}
+	if h := r.Status.LastHandledRefreshAt; h != "" {
+		field("Last refresh", "requested at "+h+", handled")
+	}
 	if ov.diff != nil && ov.diff.RenderRef != "" {
 		field("Desired render", fmt.Sprintf("%s (%s)", ov.diff.RenderRef, ov.diff.RenderSource))
 	}

@@ -194,7 +194,7 @@ func (t *releaseTable) header() error {
 		cols = "NAMESPACE\t" + cols
 	}
 	if t.wide {
-		cols += "\tSYNC-REASON\tHEALTH-REASON\tMESSAGE"
+		cols += "\tSYNC-REASON\tHEALTH-REASON\tREVISION\tMESSAGE"
 	}
 	_, err := fmt.Fprintln(t.w, cols)
 	return err
@@ -210,7 +210,7 @@ func (t *releaseTable) row(u *unstructured.Unstructured) error {
 		row = row[1:]
 	}
 	if !t.wide {
-		row = row[:len(row)-3]
+		row = row[:len(row)-4]
 	}
 	for i, c := range row {
 		sep := "\t"
@@ -225,7 +225,7 @@ func (t *releaseTable) row(u *unstructured.Unstructured) error {
 }
 
 // releaseRow is NAMESPACE, NAME, INSYNC, HEALTHY, RENDER, AGE, SYNC-REASON,
-// HEALTH-REASON, MESSAGE of r. A condition not written yet is "-"; a
+// HEALTH-REASON, REVISION (status.lastResolved's, short), MESSAGE of r. A condition not written yet is "-"; a
 // condition written for an older generation is "Unknown" (the observer has
 // not looked at the current spec yet).
 func releaseRow(r *convoyv1alpha1.Release, now time.Time) []string {
@@ -254,5 +254,18 @@ func releaseRow(r *convoyv1alpha1.Release, now time.Time) []string {
 		}
 	}
 	return []string{r.Namespace, r.Name, syncStatus, healthStatus, render,
-		duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)), syncReason, healthReason, message}
+		duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)), syncReason, healthReason, shortRevision(r.Status.LastResolved), message}
+}
+
+// shortRevision is the commit or digest of r, shortened as git does.
+func shortRevision(r *convoyv1alpha1.LastResolved) string {
+	switch {
+	case r == nil:
+		return ""
+	case r.Commit != "":
+		return r.Commit[:min(12, len(r.Commit))]
+	case r.Digest != "":
+		return r.Digest[:min(len("sha256:")+12, len(r.Digest))]
+	}
+	return ""
 }

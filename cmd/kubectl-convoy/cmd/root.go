@@ -76,6 +76,7 @@ Install the binary kubectl-convoy on your PATH and call it as "kubectl convoy".`
 		newDiffCommand(o),
 		newPreviewCommand(o),
 		newSyncCommand(o),
+		newRefreshCommand(o),
 		newWaitCommand(o),
 	)
 	root.AddCommand(release, newRulesCommand(o), newVersionCommand(o))

@@ -74,6 +74,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.LabelSelectorApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LabelSelectorRequirement"):
 		return &convoyv1alpha1.LabelSelectorRequirementApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("LastResolved"):
+		return &convoyv1alpha1.LastResolvedApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalObjectReference"):
 		return &convoyv1alpha1.LocalObjectReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Mutation"):

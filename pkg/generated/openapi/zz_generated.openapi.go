@@ -59,6 +59,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.KubeConfigReference{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_KubeConfigReference(ref),
 		v1alpha1.LabelSelector{}.OpenAPIModelName():                    schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelector(ref),
 		v1alpha1.LabelSelectorRequirement{}.OpenAPIModelName():         schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelectorRequirement(ref),
+		v1alpha1.LastResolved{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_LastResolved(ref),
 		v1alpha1.LocalObjectReference{}.OpenAPIModelName():             schema_convoy_apiserver_apis_convoy_v1alpha1_LocalObjectReference(ref),
 		v1alpha1.Mutation{}.OpenAPIModelName():                         schema_convoy_apiserver_apis_convoy_v1alpha1_Mutation(ref),
 		v1alpha1.MutationTarget{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_MutationTarget(ref),
@@ -94,6 +95,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		subresourcesv1alpha1.ReleaseDiff{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref),
 		subresourcesv1alpha1.ReleaseHealth{}.OpenAPIModelName():        schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseHealth(ref),
 		subresourcesv1alpha1.ReleasePreview{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref),
+		subresourcesv1alpha1.ReleaseRefresh{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseRefresh(ref),
 		subresourcesv1alpha1.ReleaseRenderOptions{}.OpenAPIModelName(): schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseRenderOptions(ref),
 		subresourcesv1alpha1.ReleaseSync{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseSync(ref),
 		subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref),
@@ -1253,6 +1255,86 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_LabelSelectorRequirement(ref c
 	}
 }
 
+func schema_convoy_apiserver_apis_convoy_v1alpha1_LastResolved(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "LastResolved is a source and the revision it resolved to.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "kind is OCIRepository, HelmRepository or GitRepository.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"url": {
+						SchemaProps: spec.SchemaProps{
+							Description: "url is the repository.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"chart": {
+						SchemaProps: spec.SchemaProps{
+							Description: "chart is the chart's name (HelmRepository).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"tag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "tag is the tag asked for (OCIRepository, when by tag).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"version": {
+						SchemaProps: spec.SchemaProps{
+							Description: "version is the chart version chosen (HelmRepository).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"ref": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ref is the Git ref the commit came from (refs/heads/NAME, refs/tags/NAME).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"digest": {
+						SchemaProps: spec.SchemaProps{
+							Description: "digest is the sha256 digest the artifact was fetched by (OCI, Helm).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"commit": {
+						SchemaProps: spec.SchemaProps{
+							Description: "commit is the Git commit.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "time is when the drift loop first resolved this revision.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"kind", "url", "time"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
 func schema_convoy_apiserver_apis_convoy_v1alpha1_LocalObjectReference(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
@@ -2130,11 +2212,24 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseStatus(ref common.Refer
 							Ref:         ref(v1alpha1.SelfHealStatus{}.OpenAPIModelName()),
 						},
 					},
+					"lastResolved": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastResolved is the revision the observer's drift loop last resolved the Release's source to (not for a ConfigMap source): written by the leader's drift pass (field manager convoy-observe) when it changes.",
+							Ref:         ref(v1alpha1.LastResolved{}.OpenAPIModelName()),
+						},
+					},
+					"lastHandledRefreshAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastHandledRefreshAt is the value of the annotation convoy.kumodo.io/refresh-requested-at that the drift loop last handled: a pass that resolved the source again after that time.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.HealthSummary{}.OpenAPIModelName(), v1alpha1.RenderRecord{}.OpenAPIModelName(), v1alpha1.RolloutStatus{}.OpenAPIModelName(), v1alpha1.SelfHealStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
+			v1alpha1.HealthSummary{}.OpenAPIModelName(), v1alpha1.LastResolved{}.OpenAPIModelName(), v1alpha1.RenderRecord{}.OpenAPIModelName(), v1alpha1.RolloutStatus{}.OpenAPIModelName(), v1alpha1.SelfHealStatus{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName()},
 	}
 }
 
@@ -3068,6 +3163,54 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref commo
 		},
 		Dependencies: []string{
 			subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName(), runtime.RawExtension{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseRefresh(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReleaseRefresh is a request to resolve a Release's source again now (POST releases/NAME/refresh), whatever --source-resolve-max-age. The body may be empty ({}); the answer carries the time that was recorded, which status.lastHandledRefreshAt shows once the drift loop handled it.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"requestedAt": {
+						SchemaProps: spec.SchemaProps{
+							Description: "requestedAt is the time recorded in the annotation convoy.kumodo.io/refresh-requested-at of the Release.",
+							Ref:         ref(v1.MicroTime{}.OpenAPIModelName()),
+						},
+					},
+					"requestedBy": {
+						SchemaProps: spec.SchemaProps{
+							Description: "requestedBy is the user who asked for the refresh.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.MicroTime{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
 	}
 }
 

@@ -43,6 +43,7 @@ func Storage(e Engines) map[string]rest.Storage {
 		"releases/health":  NewHealthREST(e.Releases, e.Inventories),
 		"releases/preview": NewPreviewREST(e.Releases, e.Checker, e.Redactor),
 		"releases/sync":    NewSyncREST(e.Requester),
+		"releases/refresh": NewRefreshREST(e.Requester),
 	}
 }
 

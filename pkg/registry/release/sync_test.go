@@ -99,7 +99,7 @@ func TestSyncTable(t *testing.T) {
 
 func TestStorageLayout(t *testing.T) {
 	storage := Storage(Engines{})
-	assert.ElementsMatch(t, []string{"releases", "releases/diff", "releases/health", "releases/preview", "releases/sync"}, keys(storage))
+	assert.ElementsMatch(t, []string{"releases", "releases/diff", "releases/health", "releases/preview", "releases/sync", "releases/refresh"}, keys(storage))
 	parent := storage["releases"].(*REST)
 	assert.True(t, parent.NamespaceScoped())
 	assert.Equal(t, "release", parent.GetSingularName())

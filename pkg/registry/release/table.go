@@ -46,6 +46,21 @@ var syncTable = tableConvertor[*subresourcesv1alpha1.ReleaseSync]{
 	},
 }
 
+var refreshTable = tableConvertor[*subresourcesv1alpha1.ReleaseRefresh]{
+	columns: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name", Description: "Name of the Release"},
+		{Name: "Requested At", Type: "string", Format: "date-time", Description: "Time recorded in the refresh annotation"},
+		{Name: "Requested By", Type: "string", Description: "User who asked for the refresh"},
+	},
+	row: func(s *subresourcesv1alpha1.ReleaseRefresh) []any {
+		at := ""
+		if s.RequestedAt != nil {
+			at = s.RequestedAt.Format(metav1.RFC3339Micro)
+		}
+		return []any{s.Name, at, s.RequestedBy}
+	},
+}
+
 var previewTable = tableConvertor[*subresourcesv1alpha1.ReleasePreview]{
 	columns: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name", Description: "Name of the Release"},

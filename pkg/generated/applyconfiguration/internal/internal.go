@@ -422,6 +422,38 @@ var schemaYAML = typed.YAMLObject(`types:
           elementType:
             scalar: string
           elementRelationship: atomic
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved
+  map:
+    fields:
+    - name: chart
+      type:
+        scalar: string
+    - name: commit
+      type:
+        scalar: string
+    - name: digest
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+      default: ""
+    - name: ref
+      type:
+        scalar: string
+    - name: tag
+      type:
+        scalar: string
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: url
+      type:
+        scalar: string
+      default: ""
+    - name: version
+      type:
+        scalar: string
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
   map:
     fields:
@@ -696,9 +728,15 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: lastAttempted
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
+    - name: lastHandledRefreshAt
+      type:
+        scalar: string
     - name: lastHealthy
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
+    - name: lastResolved
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved
     - name: observedGeneration
       type:
         scalar: numeric

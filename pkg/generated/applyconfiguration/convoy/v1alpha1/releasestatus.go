@@ -46,6 +46,14 @@ type ReleaseStatusApplyConfiguration struct {
 	// convoy-observe) when it changes; every replica's /diff reads it, and
 	// a new leader goes on from it. Absent when no field is contested.
 	SelfHeal *SelfHealStatusApplyConfiguration `json:"selfHeal,omitempty"`
+	// lastResolved is the revision the observer's drift loop last resolved
+	// the Release's source to (not for a ConfigMap source): written by the
+	// leader's drift pass (field manager convoy-observe) when it changes.
+	LastResolved *LastResolvedApplyConfiguration `json:"lastResolved,omitempty"`
+	// lastHandledRefreshAt is the value of the annotation
+	// convoy.kumodo.io/refresh-requested-at that the drift loop last
+	// handled: a pass that resolved the source again after that time.
+	LastHandledRefreshAt *string `json:"lastHandledRefreshAt,omitempty"`
 }
 
 // ReleaseStatusApplyConfiguration constructs a declarative configuration of the ReleaseStatus type for use with
@@ -120,5 +128,21 @@ func (b *ReleaseStatusApplyConfiguration) WithHealthSummary(value *HealthSummary
 // If called multiple times, the SelfHeal field is set to the value of the last call.
 func (b *ReleaseStatusApplyConfiguration) WithSelfHeal(value *SelfHealStatusApplyConfiguration) *ReleaseStatusApplyConfiguration {
 	b.SelfHeal = value
+	return b
+}
+
+// WithLastResolved sets the LastResolved field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastResolved field is set to the value of the last call.
+func (b *ReleaseStatusApplyConfiguration) WithLastResolved(value *LastResolvedApplyConfiguration) *ReleaseStatusApplyConfiguration {
+	b.LastResolved = value
+	return b
+}
+
+// WithLastHandledRefreshAt sets the LastHandledRefreshAt field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastHandledRefreshAt field is set to the value of the last call.
+func (b *ReleaseStatusApplyConfiguration) WithLastHandledRefreshAt(value string) *ReleaseStatusApplyConfiguration {
+	b.LastHandledRefreshAt = &value
 	return b
 }

@@ -1,0 +1,175 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+)
+
+func newRefreshCommand(o *Options) *cobra.Command {
+	var (
+		output  string
+		waitFor bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "refresh NAME [--wait [--timeout=2m]]",
+		Short: "Resolve a Release's source again now",
+		Long: `Ask convoy-apiserver to resolve a Release's source again now (a new commit of its
+branch, a tag moved, a new chart version), whatever --source-resolve-max-age: the
+time is recorded in the annotation convoy.kumodo.io/refresh-requested-at of the
+Release, with an Event that names you, and the drift loop's next pass (a second
+later) reads the registry or repository again and compares.
+
+With --wait, it waits until status.lastHandledRefreshAt shows the request was
+handled, then prints what the source resolved to and the InSync condition. Exit
+status: 0 when handled; 1 on timeout; 2 on any other error.
+
+Needs create on releases/refresh in subresources.convoy.kumodo.io (and get on
+releases in convoy.kumodo.io for --wait).`,
+		Example: `  kubectl convoy release refresh web -n shop
+  git push && kubectl convoy release refresh web -n shop --wait && kubectl convoy release diff web -n shop`,
+		ValidArgsFunction: o.completeReleaseNames,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var refresh subresourcesv1alpha1.ReleaseRefresh
+			namespace, name, raw, err := o.callRelease(cmd, args, output, request{verb: "create", subresource: "refresh"}, []byte("{}"), &refresh)
+			if err != nil {
+				if waitFor {
+					return &ExitError{Code: exitWaitError, Err: err}
+				}
+				return err
+			}
+			if !isTable(output) {
+				if err := printRaw(o.Streams.Out, output, raw); err != nil {
+					return err
+				}
+			} else if err := printRefresh(o.Streams.Out, &refresh, namespace, name); err != nil {
+				return err
+			}
+			if !waitFor {
+				return nil
+			}
+			if refresh.RequestedAt == nil {
+				return &ExitError{Code: exitWaitError, Err: errors.New("the answer holds no requestedAt to wait for")}
+			}
+			code, err := o.waitRefreshed(cmd, name, refresh.RequestedAt.UTC().Format(metav1.RFC3339Micro), timeout)
+			if err != nil || code != exitReached {
+				return &ExitError{Code: code, Err: err}
+			}
+			return nil
+		},
+	}
+	addOutputFlag(cmd, &output, outputTable, "ReleaseRefresh", "one line")
+	cmd.Flags().BoolVar(&waitFor, "wait", false, "Wait until the drift loop handled the request, and print what the source resolved to")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "How long --wait waits")
+	return cmd
+}
+
+// printRefresh writes the line of a refresh request.
+func printRefresh(w io.Writer, s *subresourcesv1alpha1.ReleaseRefresh, namespace, name string) error {
+	if s.Namespace != "" {
+		namespace = s.Namespace
+	}
+	if s.Name != "" {
+		name = s.Name
+	}
+	at := "an unknown time"
+	if s.RequestedAt != nil {
+		at = s.RequestedAt.UTC().Format(metav1.RFC3339Micro)
+	}
+	_, err := fmt.Fprintf(w, "refresh requested for release %s/%s at %s\n", namespace, name, at)
+	return err
+}
+
+// waitRefreshed polls the Release until status.lastHandledRefreshAt is
+// requestedAt (or a later request's), then prints what it resolved to.
+func (o *Options) waitRefreshed(cmd *cobra.Command, name, requestedAt string, timeout time.Duration) (int, error) {
+	releases, namespace, err := o.releaseResource(false)
+	if err != nil {
+		return exitWaitError, err
+	}
+	want, err := time.Parse(time.RFC3339Nano, requestedAt)
+	if err != nil {
+		return exitWaitError, err
+	}
+	var last *convoyv1alpha1.Release
+	check := func(ctx context.Context) (bool, error) {
+		u, err := releases.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil || pastDeadline(ctx):
+			return false, nil
+		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			return false, err
+		default:
+			return false, nil
+		}
+		var r convoyv1alpha1.Release
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
+			return false, err
+		}
+		last = &r
+		handled, err := time.Parse(time.RFC3339Nano, r.Status.LastHandledRefreshAt)
+		return err == nil && !handled.Before(want), nil
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	err = wait.PollUntilContextTimeout(ctx, waitPoll, timeout, true, check)
+	switch {
+	case err == nil:
+	case wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded):
+		return exitNotReached, fmt.Errorf("timed out after %s waiting for the refresh of release %s/%s to be handled (is convoy-apiserver's drift loop running?)", timeout, namespace, name)
+	default:
+		return exitWaitError, fmt.Errorf("release %s/%s: %w", namespace, name, err)
+	}
+	fmt.Fprintf(o.Streams.Out, "handled: %s\n", last.Status.LastHandledRefreshAt)
+	if r := last.Status.LastResolved; r != nil {
+		fmt.Fprintf(o.Streams.Out, "resolved: %s\n", describeLastResolved(r))
+	}
+	if c := findCondition(last.Status.Conditions, convoyv1alpha1.ConditionInSync); c != nil {
+		fmt.Fprintf(o.Streams.Out, "InSync: %s (%s): %s\n", c.Status, c.Reason, c.Message)
+	}
+	return exitReached, nil
+}
+
+// describeLastResolved names a source and its revision on one line.
+func describeLastResolved(r *convoyv1alpha1.LastResolved) string {
+	out := r.URL
+	switch {
+	case r.Chart != "":
+		out += " " + r.Chart + " " + r.Version
+	case r.Tag != "":
+		out += ":" + r.Tag
+	case r.Ref != "":
+		out += " " + r.Ref
+	}
+	switch {
+	case r.Commit != "":
+		out += " (commit " + r.Commit + ")"
+	case r.Digest != "":
+		out += " (" + r.Digest + ")"
+	}
+	return out + ", since " + r.Time.UTC().Format(time.RFC3339)
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
