@@ -53,10 +53,14 @@ func BenchmarkVerify(b *testing.B) {
 		run(b, func() (*cosign.Signer, error) { return cosign.Verify(ctx, puller, keyed, keys, cosign.Limits{}) })
 	})
 	b.Run("keyless/referrer", func(b *testing.B) {
-		run(b, func() (*cosign.Signer, error) { return cosign.VerifyKeyless(ctx, puller, bundled, keyless, cosign.Limits{}) })
+		run(b, func() (*cosign.Signer, error) {
+			return cosign.VerifyKeyless(ctx, puller, bundled, keyless, cosign.Limits{})
+		})
 	})
 	b.Run("keyless/tag", func(b *testing.B) {
-		run(b, func() (*cosign.Signer, error) { return cosign.VerifyKeyless(ctx, puller, tagged, keyless, cosign.Limits{}) })
+		run(b, func() (*cosign.Signer, error) {
+			return cosign.VerifyKeyless(ctx, puller, tagged, keyless, cosign.Limits{})
+		})
 	})
 	b.Run("parse-trust-root", func(b *testing.B) {
 		for b.Loop() {
