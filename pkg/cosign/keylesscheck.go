@@ -18,6 +18,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/tlog"
 	"github.com/sigstore/sigstore-go/pkg/verify"
+
+	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 )
 
 // The annotations of a keyless signature in the legacy (tag) layout, as
@@ -104,24 +106,21 @@ func (r *run) checkBundleKeyless(b *bundle.Bundle, content verify.SignatureConte
 // distrust says why a keyless signature does not verify against the
 // trust root: sigstore-go's error, after the signer's identity.
 func distrust(issuer, subject string, err error) string {
-	msg := strings.ReplaceAll(err.Error(), "; error: %!w(<nil>)", "")
-	for _, c := range distrustCauses {
-		if strings.HasPrefix(msg, c.prefix) {
-			msg = c.means + " (" + msg + ")"
-			break
-		}
+	step, msg := errtext.SigstoreFailure(err)
+	if means, ok := distrustCauses[step]; ok {
+		msg = means + " (" + msg + ")"
 	}
 	return fmt.Sprintf("the signature by %s: %s", describeSigner(issuer, subject), echo(msg))
 }
 
 // distrustCauses say in a user's words what sigstore-go's errors mean, by
 // the step of the verification that failed.
-var distrustCauses = []struct{ prefix, means string }{
-	{"failed to verify log inclusion", "no valid entry of a transparency log of the trusted root"},
-	{"failed to verify timestamps", "no valid timestamp of the trusted root dates the signature"},
-	{"failed to verify leaf certificate", "the certificate does not chain to a certificate authority of the trusted root at the signature's time"},
-	{"failed to verify signed certificate timestamp", "the certificate carries no valid certificate transparency timestamp of the trusted root"},
-	{"failed to verify signature", "the signature is not the certificate's"},
+var distrustCauses = map[errtext.SigstoreStep]string{
+	errtext.StepLogInclusion:    "no valid entry of a transparency log of the trusted root",
+	errtext.StepTimestamps:      "no valid timestamp of the trusted root dates the signature",
+	errtext.StepLeafCertificate: "the certificate does not chain to a certificate authority of the trusted root at the signature's time",
+	errtext.StepSCT:             "the certificate carries no valid certificate transparency timestamp of the trusted root",
+	errtext.StepSignature:       "the signature is not the certificate's",
 }
 
 // keylessVerdict is the error of keyless signatures none of which
