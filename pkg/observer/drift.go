@@ -122,14 +122,20 @@ func refreshRequested(old, cur *convoyv1alpha1.Release) bool {
 // handled yet: the annotation's value and its time ("" when none; a value
 // that is not a time is handled as a request of now).
 func pendingRefresh(release *convoyv1alpha1.Release, now time.Time) (string, time.Time) {
-	v := release.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
-	if v == "" || v == release.Status.LastHandledRefreshAt {
+	v, handled := release.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt], release.Status.LastHandledRefreshAt
+	if v == "" || v == handled {
 		return "", time.Time{}
 	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return v, t
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return v, now
 	}
-	return v, now
+	if h, err := time.Parse(time.RFC3339Nano, handled); err == nil && !t.After(h) {
+		// Requests recorded at once can land out of order: one older than
+		// the handled one was handled by that pass already.
+		return "", time.Time{}
+	}
+	return v, t
 }
 
 // releaseOf returns the Release of a delete event, also from a tombstone.

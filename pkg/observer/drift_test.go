@@ -36,6 +36,7 @@ func TestPendingRefresh(t *testing.T) {
 		{name: "new", annotation: "2026-12-04T19:00:00.000001Z", handled: "2026-12-04T18:00:00Z", want: "2026-12-04T19:00:00.000001Z",
 			at: time.Date(2026, 12, 4, 19, 0, 0, 1000, time.UTC)},
 		{name: "kubectl annotate with a word", annotation: "now", want: "now", at: now},
+		{name: "older than the one handled (landed out of order)", annotation: "2026-12-04T19:00:00.000001Z", handled: "2026-12-04T19:00:00.000002Z"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v, at := pendingRefresh(release(tc.annotation, tc.handled), now)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +51,8 @@ type Requester struct {
 	releases convoyclient.ReleasesGetter
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
+	// refreshes are the refresh requests being recorded, by Release.
+	refreshes singleflight.Group
 }
 
 // NewRequester returns a Requester that patches Releases through releases and
@@ -67,9 +70,16 @@ func (r *Requester) Request(ctx context.Context, namespace, name, requester, why
 }
 
 // Refresh records a refresh request for the Release namespace/name on
-// behalf of requester, as Request does a sync request.
+// behalf of requester, as Request does a sync request. Requests of the
+// same Release while one is being recorded join it: they get its time,
+// and the Event names the first requester (a script that refreshes in a
+// loop costs the API server one patch at a time per Release).
 func (r *Requester) Refresh(ctx context.Context, namespace, name, requester string) (metav1.MicroTime, error) {
-	return r.request(ctx, namespace, name, requester, "", "refresh", convoyv1alpha1.AnnotationRefreshRequestedAt, ReasonRefreshRequested, actionRequestRefresh)
+	v, err, _ := r.refreshes.Do(namespace+"/"+name, func() (any, error) {
+		return r.request(ctx, namespace, name, requester, "", "refresh", convoyv1alpha1.AnnotationRefreshRequestedAt, ReasonRefreshRequested, actionRequestRefresh)
+	})
+	at, _ := v.(metav1.MicroTime)
+	return at, err
 }
 
 func (r *Requester) request(ctx context.Context, namespace, name, requester, why, what, annotation, reason, action string) (metav1.MicroTime, error) {
