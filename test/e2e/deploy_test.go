@@ -778,10 +778,14 @@ func TestDeployUserRoles(t *testing.T) {
 				if name != "view" && !hasRule(r.Rules, "subresources.convoy.kumodo.io", "releases/sync", "create") {
 					return fmt.Errorf("%s has no create on releases/sync yet", name)
 				}
+				if name != "view" && !hasRule(r.Rules, "subresources.convoy.kumodo.io", "releases/refresh", "create") {
+					return fmt.Errorf("%s has no create on releases/refresh yet", name)
+				}
 			}
 			return nil
 		})
 		assert.False(t, hasRule(get("view").Rules, "subresources.convoy.kumodo.io", "releases/sync", "create"), "view cannot request syncs")
+		assert.False(t, hasRule(get("view").Rules, "subresources.convoy.kumodo.io", "releases/refresh", "create"), "view cannot request refreshes")
 
 		bindClusterRole(t, ns, "deploy-view-builtin", "view")
 		bindClusterRole(t, ns, "deploy-edit-builtin", "edit")
