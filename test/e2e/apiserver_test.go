@@ -24,11 +24,12 @@ func TestDiscoveryListsSubresources(t *testing.T) {
 	for _, r := range list.APIResources {
 		resources[r.Name] = r
 	}
-	require.Contains(t, resources, "releases/sync")
-	sync := resources["releases/sync"]
-	assert.Equal(t, metav1.Verbs{"create"}, sync.Verbs)
-	assert.Equal(t, "ReleaseSync", sync.Kind)
-	assert.True(t, sync.Namespaced)
+	for sub, kind := range map[string]string{"releases/sync": "ReleaseSync", "releases/refresh": "ReleaseRefresh"} {
+		require.Contains(t, resources, sub)
+		assert.Equal(t, metav1.Verbs{"create"}, resources[sub].Verbs, sub)
+		assert.Equal(t, kind, resources[sub].Kind, sub)
+		assert.True(t, resources[sub].Namespaced, sub)
+	}
 
 	for sub, kind := range map[string]string{"releases/preview": "ReleasePreview", "releases/diff": "ReleaseDiff", "releases/health": "ReleaseHealth"} {
 		require.Contains(t, resources, sub)
@@ -38,7 +39,7 @@ func TestDiscoveryListsSubresources(t *testing.T) {
 
 	require.Contains(t, resources, "releases", "the stub parent is listed")
 	assert.Empty(t, resources["releases"].Verbs, "the stub parent serves no verb")
-	assert.Len(t, resources, 5, "releases and its four subresources")
+	assert.Len(t, resources, 6, "releases and its five subresources")
 }
 
 func TestAPIServiceAvailable(t *testing.T) {
