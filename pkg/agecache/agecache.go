@@ -45,30 +45,12 @@ func New[K comparable, V any](maxSize int, maxAge time.Duration, clk clock.Passi
 
 // Get returns the value of key when it is younger than the maximum age; an
 // older one is dropped.
-func (c *Cache[K, V]) Get(key K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var zero V
-	el, ok := c.entries[key]
-	if !ok {
-		return zero, false
-	}
-	e := el.Value.(*entry[K, V])
-	if c.clock.Now().UnixNano()-e.at >= int64(c.maxAge) {
-		c.remove(el)
-		return zero, false
-	}
-	c.order.MoveToFront(el)
-	return e.value, true
-}
+func (c *Cache[K, V]) Get(key K) (V, bool) { return c.GetSince(key, time.Time{}) }
 
 // GetSince is Get of a value put at since or later: an older one is
 // kept, for others, but not returned (a refresh asks for what was read
 // after it was requested).
 func (c *Cache[K, V]) GetSince(key K, since time.Time) (V, bool) {
-	if since.IsZero() {
-		return c.Get(key)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero V
@@ -81,7 +63,7 @@ func (c *Cache[K, V]) GetSince(key K, since time.Time) (V, bool) {
 		c.remove(el)
 		return zero, false
 	}
-	if e.at < since.UnixNano() {
+	if !since.IsZero() && e.at < since.UnixNano() {
 		return zero, false
 	}
 	c.order.MoveToFront(el)

@@ -104,3 +104,24 @@ func TestCacheConcurrent(t *testing.T) {
 	assert.LessOrEqual(t, c.Len(), 100)
 	assert.Equal(t, c.Len(), c.Size(), fmt.Sprint("count and size agree"))
 }
+
+// GetSince returns only what was put at since or later, and keeps the
+// older value for the others.
+func TestCacheGetSince(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	c := New[string, int](10, time.Hour, clk, nil)
+	c.Put("a", 1)
+	put := clk.Now()
+	clk.SetTime(put.Add(time.Minute))
+	_, ok := c.GetSince("a", put.Add(time.Second))
+	assert.False(t, ok, "put before since")
+	v, ok := c.GetSince("a", put)
+	assert.True(t, ok, "put at since")
+	assert.Equal(t, 1, v)
+	v, ok = c.Get("a")
+	assert.True(t, ok, "kept for the others")
+	assert.Equal(t, 1, v)
+	clk.SetTime(put.Add(time.Hour))
+	_, ok = c.GetSince("a", put)
+	assert.False(t, ok, "past the maximum age")
+}

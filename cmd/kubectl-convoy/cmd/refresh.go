@@ -78,18 +78,7 @@ releases in convoy.kumodo.io for --wait).`,
 
 // printRefresh writes the line of a refresh request.
 func printRefresh(w io.Writer, s *subresourcesv1alpha1.ReleaseRefresh, namespace, name string) error {
-	if s.Namespace != "" {
-		namespace = s.Namespace
-	}
-	if s.Name != "" {
-		name = s.Name
-	}
-	at := "an unknown time"
-	if s.RequestedAt != nil {
-		at = s.RequestedAt.UTC().Format(metav1.RFC3339Micro)
-	}
-	_, err := fmt.Fprintf(w, "refresh requested for release %s/%s at %s\n", namespace, name, at)
-	return err
+	return printRequest(w, "refresh", s.ObjectMeta, s.RequestedAt, namespace, name)
 }
 
 // waitRefreshed polls the Release until status.lastHandledRefreshAt is

@@ -39,16 +39,22 @@ Needs create on releases/sync in subresources.convoy.kumodo.io.`,
 
 // printSync writes the line of a sync request.
 func printSync(w io.Writer, s *subresourcesv1alpha1.ReleaseSync, namespace, name string) error {
-	if s.Namespace != "" {
-		namespace = s.Namespace
+	return printRequest(w, "sync", s.ObjectMeta, s.RequestedAt, namespace, name)
+}
+
+// printRequest writes the line of a request (sync, refresh) of the answer
+// meta, or of namespace/name when the answer does not name its Release.
+func printRequest(w io.Writer, what string, meta metav1.ObjectMeta, requestedAt *metav1.MicroTime, namespace, name string) error {
+	if meta.Namespace != "" {
+		namespace = meta.Namespace
 	}
-	if s.Name != "" {
-		name = s.Name
+	if meta.Name != "" {
+		name = meta.Name
 	}
 	at := "an unknown time"
-	if s.RequestedAt != nil {
-		at = s.RequestedAt.UTC().Format(metav1.RFC3339Micro)
+	if requestedAt != nil {
+		at = requestedAt.UTC().Format(metav1.RFC3339Micro)
 	}
-	_, err := fmt.Fprintf(w, "sync requested for release %s/%s at %s\n", namespace, name, at)
+	_, err := fmt.Fprintf(w, "%s requested for release %s/%s at %s\n", what, namespace, name, at)
 	return err
 }

@@ -23,7 +23,7 @@ import (
 
 func TestSyncCreate(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-	newStorage := func() *SyncREST {
+	newStorage := func() *RequestREST {
 		client := fake.NewClientset(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}})
 		return NewSyncREST(syncrequest.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
 	}
@@ -70,6 +70,32 @@ func TestSyncCreate(t *testing.T) {
 			assert.True(t, now.Equal(sync.RequestedAt.Time))
 		})
 	}
+}
+
+// POST refresh records the refresh annotation and answers a
+// ReleaseRefresh; a ReleaseSync body is refused.
+func TestRefreshCreate(t *testing.T) {
+	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	client := fake.NewClientset(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}})
+	storage := NewRefreshREST(syncrequest.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
+	ctx := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "shop"), &user.DefaultInfo{Name: "alice"})
+	assert.IsType(t, &subresourcesv1alpha1.ReleaseRefresh{}, storage.New())
+
+	got, err := storage.Create(ctx, "web", &subresourcesv1alpha1.ReleaseRefresh{}, nil, &metav1.CreateOptions{})
+	require.NoError(t, err)
+	refresh := got.(*subresourcesv1alpha1.ReleaseRefresh)
+	assert.Equal(t, "alice", refresh.RequestedBy)
+	require.NotNil(t, refresh.RequestedAt)
+	assert.True(t, now.Equal(refresh.RequestedAt.Time))
+	release, err := client.ConvoyV1alpha1().Releases("shop").Get(context.Background(), "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "2026-12-04T10:00:00.000000Z", release.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt])
+	assert.Empty(t, release.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt], "a refresh is no sync")
+
+	_, err = storage.Create(ctx, "web", &subresourcesv1alpha1.ReleaseSync{}, nil, &metav1.CreateOptions{})
+	assert.True(t, apierrors.IsBadRequest(err), "%v", err)
+	_, err = storage.Create(ctx, "nope", &subresourcesv1alpha1.ReleaseRefresh{}, nil, &metav1.CreateOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 }
 
 func TestUnknownReleaseNamesTheAggregatedResource(t *testing.T) {
