@@ -195,6 +195,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		status.Resolved = report.Desired.Resolved
 	}
 	if refresh != "" {
+		refreshesHandled.Inc()
 		klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", refresh)
 	}
 	if _, err := l.status.SetInSync(ctx, release, cond, status); err != nil {

@@ -41,6 +41,13 @@ var (
 		Help:           "Sync requests the observer sent, by loop.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"loop"})
+	refreshesHandled = metricSet.Counter(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "refreshes_handled_total",
+		Help: "Refresh requests (POST releases/NAME/refresh, the annotation convoy.kumodo.io/refresh-requested-at) the drift loop handled: " +
+			"passes that resolved the source again whatever --source-resolve-max-age. Requests that came within RefreshDelay of each other count once.",
+		StabilityLevel: metrics.ALPHA,
+	})
 	celErrors = metricSet.Counter(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "cel_evaluation_errors_total",
