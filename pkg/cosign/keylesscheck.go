@@ -80,10 +80,10 @@ func (r *run) checkBundleKeyless(b *bundle.Bundle, content verify.SignatureConte
 	if err != nil {
 		return outcome{result: malformed, detail: fmt.Sprintf("the bundle of referrer %s: %s", d.Digest, echo(err.Error()))}
 	}
-	issuer, subject := signerOf(vc.Certificate())
 	if vc.Certificate() == nil {
 		return outcome{result: untrusted, detail: "a bundle signed by a key, not by a keyless certificate"}
 	}
+	issuer, subject := signerOf(vc.Certificate())
 	policy := verify.NewPolicy(verify.WithArtifactDigest("sha256", r.digestBytes), verify.WithoutIdentitiesUnsafe())
 	_, err = r.verifier.Verify(b, policy)
 	if err == nil {

@@ -14,6 +14,7 @@ package sigstoreroot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -41,7 +42,9 @@ const (
 
 // Options of a Root.
 type Options struct {
-	// Client reaches the repository (the sources' client: their address
+	// Client reaches the repository; required, so that no default client
+	// (the environment's proxy, no address policy) is ever used (the
+	// sources' client: their address
 	// policy, no proxy of the environment).
 	Client *http.Client
 	// Mirror is the TUF repository's URL; empty: DefaultMirror.
@@ -95,9 +98,6 @@ func New(opts Options) *Root {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
-	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
 	}
 	return &Root{opts: opts}
 }
@@ -164,6 +164,9 @@ func (r *Root) fetch(done chan struct{}) {
 // download runs the TUF client: the repository's metadata from TUFRoot,
 // then the trust root target, in memory only.
 func (r *Root) download(ctx context.Context) (*cosign.TrustRoot, error) {
+	if r.opts.Client == nil {
+		return nil, errors.New("no HTTP client to reach the TUF repository with")
+	}
 	f := fetcher.NewDefaultFetcher() // one try: the next pass is the retry
 	f.SetHTTPClient(ctxClient{ctx: ctx, c: r.opts.Client})
 	c, err := tuf.New(&tuf.Options{

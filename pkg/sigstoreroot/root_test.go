@@ -227,6 +227,12 @@ func TestRootFailures(t *testing.T) {
 		require.Error(t, err)
 	})
 
+	t.Run("no client: nothing dialed", func(t *testing.T) {
+		_, err := New(Options{Mirror: "https://127.0.0.1:1"}).TrustRoot(ctx)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "no HTTP client")
+	})
+
 	t.Run("caller gives up", func(t *testing.T) {
 		block := make(chan struct{})
 		srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-block }))
