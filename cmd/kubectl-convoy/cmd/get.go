@@ -18,6 +18,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
 
 // overview is what release get shows: the Release, and its /diff and
@@ -193,7 +194,7 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, cell(value)) }
 	field("Name", r.Name)
 	field("Namespace", r.Namespace)
-	field("Source", source(r))
+	field("Source", describe.Source(r))
 	target := "the local cluster"
 	if r.Spec.Cluster != nil {
 		target = "Cluster " + r.Spec.Cluster.Name
@@ -219,10 +220,10 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 		field("Pinned to", r.Spec.Pin.RenderRef)
 	}
 	if ov.diff != nil && ov.diff.ResolvedSource != nil {
-		field("Resolved source", resolved(ov.diff.ResolvedSource))
+		field("Resolved source", describe.Resolved(ov.diff.ResolvedSource))
 	}
 	if lr := r.Status.LastResolved; lr != nil {
-		field("Last resolved", describeLastResolved(lr))
+		field("Last resolved", describe.LastResolved(lr))
 	}
 	if h := r.Status.LastHandledRefreshAt; h != "" {
 		field("Last refresh", "requested at "+h+", handled")
@@ -286,72 +287,4 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 		}
 	}
 	return nil
-}
-
-// source names the source of r.
-func source(r *convoyv1alpha1.Release) string {
-	s := r.Spec.Source
-	switch {
-	case s.ConfigMap != nil:
-		return "ConfigMap " + s.ConfigMap.Name
-	case s.HelmRepository != nil:
-		v := s.HelmRepository.Version
-		if v == "" {
-			v = "latest"
-		}
-		return fmt.Sprintf("Helm chart %s %s from %s", s.HelmRepository.Chart, v, s.HelmRepository.URL)
-	case s.OCIRepository != nil && s.OCIRepository.Digest != "":
-		return fmt.Sprintf("OCI %s@%s", s.OCIRepository.URL, s.OCIRepository.Digest)
-	case s.OCIRepository != nil:
-		return fmt.Sprintf("OCI %s:%s", s.OCIRepository.URL, s.OCIRepository.Tag)
-	case s.Git != nil:
-		return fmt.Sprintf("Git %s %s", s.Git.URL, gitRef(s.Git.Ref))
-	}
-	return "-"
-}
-
-// gitRef names the ref of a Git source.
-func gitRef(r convoyv1alpha1.GitReference) string {
-	switch {
-	case r.Commit != "" && r.Branch != "":
-		return fmt.Sprintf("commit %s (branch %s)", r.Commit, r.Branch)
-	case r.Commit != "":
-		return "commit " + r.Commit
-	case r.Tag != "":
-		return "tag " + r.Tag
-	case r.SemVer != "":
-		return "semver " + r.SemVer
-	}
-	return "branch " + r.Branch
-}
-
-// resolved names what the source of the desired render resolved to: the
-// chart version of a Helm repository, the tag of an OCI artifact, and the
-// digest it was fetched and verified by; the ref and commit of a Git
-// repository; and the signature it was verified with, if any.
-func resolved(r *subresourcesv1alpha1.ResolvedSource) string {
-	out := resolvedArtifact(r)
-	switch v := r.Verified; {
-	case v == nil:
-	case v.Key != "":
-		out += fmt.Sprintf(", signed: %s key %s (%s, %s)", v.Provider, v.Key, v.Fingerprint, v.Layout)
-	default:
-		out += fmt.Sprintf(", signed: %s keyless by %s of issuer %s (%s)", v.Provider, v.Subject, v.Issuer, v.Layout)
-	}
-	return out
-}
-
-// resolvedArtifact names the artifact or commit of r.
-func resolvedArtifact(r *subresourcesv1alpha1.ResolvedSource) string {
-	switch {
-	case r.Commit != "" && r.Ref != "":
-		return fmt.Sprintf("%s %s (commit %s)", r.URL, r.Ref, r.Commit)
-	case r.Commit != "":
-		return fmt.Sprintf("%s (commit %s)", r.URL, r.Commit)
-	case r.Version != "":
-		return fmt.Sprintf("%s %s (%s)", r.Chart, r.Version, r.Digest)
-	case r.Tag != "":
-		return fmt.Sprintf("%s:%s (%s)", r.URL, r.Tag, r.Digest)
-	}
-	return fmt.Sprintf("%s@%s", r.URL, r.Digest)
 }

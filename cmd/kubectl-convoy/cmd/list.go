@@ -20,6 +20,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
 
 // Output formats of the table printers, next to those of cli-runtime's
@@ -254,18 +255,5 @@ func releaseRow(r *convoyv1alpha1.Release, now time.Time) []string {
 		}
 	}
 	return []string{r.Namespace, r.Name, syncStatus, healthStatus, render,
-		duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)), syncReason, healthReason, shortRevision(r.Status.LastResolved), message}
-}
-
-// shortRevision is the commit or digest of r, shortened as git does.
-func shortRevision(r *convoyv1alpha1.LastResolved) string {
-	switch {
-	case r == nil:
-		return ""
-	case r.Commit != "":
-		return r.Commit[:min(12, len(r.Commit))]
-	case r.Digest != "":
-		return r.Digest[:min(len("sha256:")+12, len(r.Digest))]
-	}
-	return ""
+		duration.HumanDuration(now.Sub(r.CreationTimestamp.Time)), syncReason, healthReason, describe.ShortRevision(r.Status.LastResolved), message}
 }

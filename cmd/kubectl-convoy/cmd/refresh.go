@@ -15,6 +15,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
 
 func newRefreshCommand(o *Options) *cobra.Command {
@@ -126,32 +127,12 @@ func (o *Options) waitRefreshed(cmd *cobra.Command, name, requestedAt string, ti
 	}
 	fmt.Fprintf(o.Streams.Out, "handled: %s\n", last.Status.LastHandledRefreshAt)
 	if r := last.Status.LastResolved; r != nil {
-		fmt.Fprintf(o.Streams.Out, "resolved: %s\n", describeLastResolved(r))
+		fmt.Fprintf(o.Streams.Out, "resolved: %s\n", describe.LastResolved(r))
 	}
 	if c := findCondition(last.Status.Conditions, convoyv1alpha1.ConditionInSync); c != nil {
 		fmt.Fprintf(o.Streams.Out, "InSync: %s (%s): %s\n", c.Status, c.Reason, c.Message)
 	}
 	return exitReached, nil
-}
-
-// describeLastResolved names a source and its revision on one line.
-func describeLastResolved(r *convoyv1alpha1.LastResolved) string {
-	out := r.URL
-	switch {
-	case r.Chart != "":
-		out += " " + r.Chart + " " + r.Version
-	case r.Tag != "":
-		out += ":" + r.Tag
-	case r.Ref != "":
-		out += " " + r.Ref
-	}
-	switch {
-	case r.Commit != "":
-		out += " (commit " + r.Commit + ")"
-	case r.Digest != "":
-		out += " (" + r.Digest + ")"
-	}
-	return out + ", since " + r.Time.UTC().Format(time.RFC3339)
 }
 
 func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
