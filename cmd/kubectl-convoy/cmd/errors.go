@@ -30,22 +30,32 @@ func (c *client) explain(ctx context.Context, req request, err error) error {
 	s := status.Status()
 	switch {
 	case s.Code == http.StatusForbidden || apierrors.IsForbidden(err):
-		return fmt.Errorf("you need %s on releases/%s in %s (namespace %s) to %s: %s",
-			req.verb, req.subresource, subresourcesGroup, req.namespace, what(req), s.Message)
+		return &explained{fmt.Sprintf("you need %s on releases/%s in %s (namespace %s) to %s: %s",
+			req.verb, req.subresource, subresourcesGroup, req.namespace, what(req), s.Message), err}
 	case s.Code == http.StatusNotFound || s.Code == http.StatusServiceUnavailable ||
 		apierrors.IsNotFound(err) || apierrors.IsServiceUnavailable(err):
 		if apiErr := c.checkAPIService(ctx); apiErr != nil {
 			return apiErr
 		}
 		if isReleaseNotFound(s, req.name) {
-			return fmt.Errorf("release %s/%s not found", req.namespace, req.name)
+			return &explained{fmt.Sprintf("release %s/%s not found", req.namespace, req.name), err}
 		}
 	}
 	if s.Message != "" {
-		return errors.New(s.Message)
+		return &explained{s.Message, err}
 	}
 	return err
 }
+
+// explained is an error of the API server said in the plugin's words; it
+// unwraps to the server's, whose status the web view answers with.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 // what says in a few words what a request does.
 func what(req request) string {

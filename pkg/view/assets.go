@@ -1,0 +1,19 @@
+package view
+
+import (
+	"embed"
+	"html/template"
+)
+
+// assets are served under /static/: the style sheet and the icon. The pages
+// carry no script.
+//
+//go:embed static
+var assets embed.FS
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// templates are the pages, parsed once; html/template escapes everything
+// that comes from the cluster.
+var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.html"))

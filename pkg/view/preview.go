@@ -1,0 +1,47 @@
+package view
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
+)
+
+// previewPage is a Release's /preview: its desired objects as YAML, as the
+// API sent them (the values of Secrets already redacted by it).
+type previewPage struct {
+	Namespace, Name, ReleaseLink string
+	Render                       string
+	Resolved                     string
+	Objects                      []previewObject
+}
+
+type previewObject struct {
+	Object, YAML string
+}
+
+func newPreviewPage(namespace, name string, p *subresourcesv1alpha1.ReleasePreview) (*previewPage, error) {
+	page := &previewPage{Namespace: namespace, Name: name, ReleaseLink: ReleasePath(namespace, name), Render: p.RenderRef}
+	if p.RenderSource != "" {
+		page.Render += " (" + string(p.RenderSource) + ")"
+	}
+	if p.ResolvedSource != nil {
+		page.Resolved = describe.Resolved(p.ResolvedSource)
+	}
+	for i, raw := range p.Objects {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw.Raw); err != nil {
+			return nil, fmt.Errorf("object %d of the preview: %w", i, err)
+		}
+		y, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("object %d of the preview: %w", i, err)
+		}
+		gv := u.GroupVersionKind()
+		page.Objects = append(page.Objects, previewObject{Object: objectName(gv.Group, gv.Kind, u.GetNamespace(), u.GetName()), YAML: cutAt(string(y), maxObject)})
+	}
+	return page, nil
+}

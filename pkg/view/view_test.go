@@ -1,0 +1,378 @@
+package view
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+)
+
+// hostile is what the cluster may hold in any text: markup and quotes.
+const hostile = `<script>alert("x")</script>'"><img src=x>`
+
+var now = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+
+// fakeReader answers from memory: the pages' logic, not the API's (that is
+// test/e2e's).
+type fakeReader struct {
+	releases                               []convoyv1alpha1.Release
+	diff                                   *subresourcesv1alpha1.ReleaseDiff
+	health                                 *subresourcesv1alpha1.ReleaseHealth
+	preview                                *subresourcesv1alpha1.ReleasePreview
+	getErr, diffErr, healthErr, previewErr error
+	calls                                  atomic.Int32
+}
+
+func (f *fakeReader) ListReleases(_ context.Context, namespace string) ([]convoyv1alpha1.Release, error) {
+	f.calls.Add(1)
+	var out []convoyv1alpha1.Release
+	for _, r := range f.releases {
+		if namespace == "" || r.Namespace == namespace {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeReader) GetRelease(_ context.Context, namespace, name string) (*convoyv1alpha1.Release, error) {
+	f.calls.Add(1)
+	if f.getErr != nil {
+		return nil, f.getErr
+	}
+	for i := range f.releases {
+		if f.releases[i].Namespace == namespace && f.releases[i].Name == name {
+			return &f.releases[i], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Group: "convoy.kumodo.io", Resource: "releases"}, name)
+}
+
+func (f *fakeReader) Diff(context.Context, string, string) (*subresourcesv1alpha1.ReleaseDiff, error) {
+	f.calls.Add(1)
+	return f.diff, f.diffErr
+}
+
+func (f *fakeReader) Health(context.Context, string, string) (*subresourcesv1alpha1.ReleaseHealth, error) {
+	f.calls.Add(1)
+	return f.health, f.healthErr
+}
+
+func (f *fakeReader) Preview(context.Context, string, string) (*subresourcesv1alpha1.ReleasePreview, error) {
+	f.calls.Add(1)
+	return f.preview, f.previewErr
+}
+
+func raw(s string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(s)} }
+
+func release(namespace, name string, inSync, healthy metav1.ConditionStatus, at time.Time) convoyv1alpha1.Release {
+	return convoyv1alpha1.Release{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1},
+		Spec:       convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: name + "-manifests"}}},
+		Status: convoyv1alpha1.ReleaseStatus{
+			Conditions: []metav1.Condition{
+				{Type: convoyv1alpha1.ConditionInSync, Status: inSync, Reason: map[metav1.ConditionStatus]string{"True": "InSync", "False": "Drifted"}[inSync], ObservedGeneration: 1, Message: "message of " + name},
+				{Type: convoyv1alpha1.ConditionHealthy, Status: healthy, Reason: map[metav1.ConditionStatus]string{"True": "Healthy", "False": "Degraded"}[healthy], ObservedGeneration: 1},
+			},
+			LastApplied:  &convoyv1alpha1.RenderRecord{RenderRef: "r-" + name, Time: metav1.NewTime(at)},
+			LastResolved: &convoyv1alpha1.LastResolved{Kind: "GitRepository", URL: "https://git.example/" + name, Commit: fmt.Sprintf("%040x", at.Unix()), Time: metav1.NewTime(at)},
+		},
+	}
+}
+
+// hostileFixture is a Release whose every text from the cluster is hostile.
+func hostileFixture() *fakeReader {
+	r := release("shop", "web", metav1.ConditionFalse, metav1.ConditionFalse, now.Add(-time.Hour))
+	r.Annotations = map[string]string{"note": hostile}
+	r.Status.Conditions[0].Message = "InSync " + hostile
+	r.Status.SelfHeal = &convoyv1alpha1.SelfHealStatus{
+		Backoff:       &metav1.Duration{Duration: 4 * time.Minute},
+		NextRequestAt: &metav1.Time{Time: now.Add(4 * time.Minute)},
+		Contested:     []convoyv1alpha1.ContestedField{{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web", Path: "spec.replicas", Manager: "hpa" + hostile, Heals: 3, Since: metav1.NewTime(now.Add(-10 * time.Minute))}},
+	}
+	r.Spec.Pin = &convoyv1alpha1.Pin{RenderRef: "r-pinned"}
+	at := metav1.NewTime(now.Add(-2 * time.Minute))
+	return &fakeReader{
+		releases: []convoyv1alpha1.Release{r},
+		diff: &subresourcesv1alpha1.ReleaseDiff{
+			RenderRef: "r-web", RenderSource: subresourcesv1alpha1.RenderSourceFresh, Result: subresourcesv1alpha1.DiffDrifted, Reason: "Drifted", Message: "diff " + hostile,
+			Objects: []subresourcesv1alpha1.ObjectDiff{
+				{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Status: subresourcesv1alpha1.ObjectModified,
+					Changes: []subresourcesv1alpha1.FieldChange{
+						{Path: "spec.replicas", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw("2"), Live: raw("5"),
+							Owners: []subresourcesv1alpha1.FieldOwner{{Manager: "kubectl" + hostile, Operation: "Update", Subresource: "scale", Time: &at}}},
+						{Path: "spec.template.metadata.annotations.a", Op: subresourcesv1alpha1.ChangeReplace, Desired: raw(`"` + strings.ReplaceAll(hostile, `"`, `\"`) + `"`), Live: raw(`"b"`), Unattributed: subresourcesv1alpha1.UnattributedNoManager},
+					},
+					ChangedBy: []string{"kubectl (scale)"},
+					Contested: []subresourcesv1alpha1.ContestedField{{Path: "spec.replicas", Manager: "hpa", Heals: 3, Since: metav1.NewTime(now.Add(-10 * time.Minute))}}},
+				{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings", Status: subresourcesv1alpha1.ObjectInSync},
+			},
+			ExtraObjects: []subresourcesv1alpha1.ExtraObject{{ObjectKey: convoyv1alpha1.ObjectKey{Kind: "Service", Namespace: "shop", Name: "old"}, Version: "v1", RenderRef: "r-old"}},
+		},
+		health: &subresourcesv1alpha1.ReleaseHealth{
+			Healthy:       &metav1.Condition{Type: "Healthy", Status: metav1.ConditionFalse, Reason: "Degraded", Message: "health " + hostile},
+			HealthSummary: &convoyv1alpha1.HealthSummary{Total: 2, Healthy: 1, Degraded: 1},
+			Entries: []subresourcesv1alpha1.EntryHealth{{ObjectKey: convoyv1alpha1.ObjectKey{Group: "apps", Kind: "Deployment", Namespace: "shop", Name: "web"},
+				State: convoyv1alpha1.HealthDegraded, Message: "entry " + hostile, FirstUnhealthy: &at, AssessedRenderRef: "r-web"}},
+		},
+		preview: &subresourcesv1alpha1.ReleasePreview{RenderRef: "r-web", RenderSource: subresourcesv1alpha1.RenderSourceFresh,
+			Objects: []runtime.RawExtension{*raw(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","namespace":"shop"},"data":{"x":"` + strings.ReplaceAll(hostile, `"`, `\"`) + `"}}`)}},
+	}
+}
+
+const addr = "127.0.0.1:8765"
+
+// serve runs the guarded view of f and returns a client holding the cookie.
+func serve(t *testing.T, f *fakeReader, opts Options) (*Guard, func(path string) (*http.Response, string)) {
+	t.Helper()
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return now }
+	}
+	g := &Guard{Addr: addr, Token: "t0ken", Next: NewHandler(f, opts)}
+	get := func(path string) (*http.Response, string) {
+		req := httptest.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: "t0ken"})
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, req)
+		body, err := io.ReadAll(w.Result().Body)
+		require.NoError(t, err)
+		return w.Result(), string(body)
+	}
+	return g, get
+}
+
+func TestGuard(t *testing.T) {
+	g, _ := serve(t, hostileFixture(), Options{Namespace: "shop"})
+	for _, tc := range []struct {
+		name     string
+		method   string
+		host     string
+		path     string
+		cookie   string
+		want     int
+		location string
+	}{
+		{name: "token in the URL: cookie, then the page without it", method: "GET", host: addr, path: "/namespaces/shop/releases?token=t0ken&sort=name", want: 303, location: "/namespaces/shop/releases?sort=name"},
+		{name: "the token cannot send the browser elsewhere", method: "GET", host: addr, path: "//evil.example/?token=t0ken", want: 303, location: "/evil.example"},
+		{name: "cookie", method: "GET", host: addr, path: "/", cookie: "t0ken", want: 200},
+		{name: "style sheet needs the cookie too", method: "GET", host: addr, path: "/static/view.css", want: 403},
+		{name: "style sheet", method: "GET", host: addr, path: "/static/view.css", cookie: "t0ken", want: 200},
+		{name: "no token", method: "GET", host: addr, path: "/", want: 403},
+		{name: "wrong token", method: "GET", host: addr, path: "/?token=nope", want: 403},
+		{name: "wrong cookie", method: "GET", host: addr, path: "/", cookie: "nope", want: 403},
+		{name: "another Host (DNS rebinding)", method: "GET", host: "rebind.example:8765", path: "/?token=t0ken", cookie: "t0ken", want: 403},
+		{name: "localhost is another Host", method: "GET", host: "localhost:8765", path: "/", cookie: "t0ken", want: 403},
+		{name: "POST", method: "POST", host: addr, path: "/", cookie: "t0ken", want: 405},
+		{name: "DELETE", method: "DELETE", host: addr, path: "/namespaces/shop/releases/web", cookie: "t0ken", want: 405},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, "http://"+addr+tc.path, nil)
+			req.Host = tc.host
+			if tc.cookie != "" {
+				req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: tc.cookie})
+			}
+			w := httptest.NewRecorder()
+			g.ServeHTTP(w, req)
+			res := w.Result()
+			assert.Equal(t, tc.want, res.StatusCode)
+			assert.Equal(t, ContentSecurityPolicy, res.Header.Get("Content-Security-Policy"))
+			assert.Equal(t, "no-referrer", res.Header.Get("Referrer-Policy"))
+			assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+			assert.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+			if tc.location != "" {
+				assert.Equal(t, tc.location, res.Header.Get("Location"))
+				cookies := res.Cookies()
+				require.Len(t, cookies, 1)
+				c := cookies[0]
+				assert.Equal(t, "convoy-view-8765", c.Name)
+				assert.Equal(t, "t0ken", c.Value)
+				assert.True(t, c.HttpOnly)
+				assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
+				assert.Equal(t, "/", c.Path)
+			} else {
+				assert.Empty(t, res.Cookies())
+			}
+		})
+	}
+	assert.Equal(t, "http://127.0.0.1:8765/namespaces/a/releases/b?token=t0ken", g.URL("/namespaces/a/releases/b"))
+	token, err := NewToken()
+	require.NoError(t, err)
+	assert.Len(t, token, 43)
+}
+
+// Everything from the cluster is escaped on every page: no markup of it
+// survives, its text does.
+func TestPagesEscapeTheCluster(t *testing.T) {
+	_, get := serve(t, hostileFixture(), Options{Namespace: "shop"})
+	for _, path := range []string{"/", "/namespaces/shop/releases", "/namespaces/shop/releases/web", "/namespaces/shop/releases/web/preview"} {
+		t.Run(path, func(t *testing.T) {
+			res, body := get(path)
+			require.Equal(t, 200, res.StatusCode, body)
+			assert.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))
+			assert.NotContains(t, body, "<script")
+			assert.NotContains(t, body, "<img")
+			assert.Contains(t, body, "&lt;script&gt;alert(")
+			assert.NotRegexp(t, `\son[a-z]+=`, body, "no event handler attribute")
+		})
+	}
+}
+
+func TestReleasePage(t *testing.T) {
+	_, get := serve(t, hostileFixture(), Options{Namespace: "shop"})
+	res, body := get("/namespaces/shop/releases/web")
+	require.Equal(t, 200, res.StatusCode, body)
+	for _, want := range []string{
+		`<code class="path">spec.replicas</code>`, // the changed field
+		`<pre class="desired">2</pre>`,            // side by side
+		`<pre class="live">5</pre>`,               //
+		`<span class="manager">kubectl&lt;script`, // its manager
+		`(scale)</span> <span class="operation">Update</span> <time datetime="2026-12-04T11:58:00Z"`,
+		`no manager recorded on the live object`,    // a change nobody owns
+		`<span class="badge warn">contested</span>`, // self-heal fights another manager
+		`taken back by hpa 3 times`,                 //
+		`<dt>Backoff</dt><dd>4m0s</dd>`,             // the self-heal backoff
+		`Service shop/old`,                          // the next sync would prune it
+		`entry &lt;script&gt;`,                      // an object's health message
+		`<code>r-pinned</code>`,                     // the pin
+		`1 objects in sync`,                         // in-sync objects collapse
+		`href="/namespaces/shop/releases/web/preview"`,
+	} {
+		assert.Contains(t, body, want)
+	}
+	assert.Regexp(t, `<details class="object drifted" open>\s*<summary><span class="badge bad">Modified</span> Deployment.apps shop/web`, body)
+}
+
+// What the user may not read is said in its section; the rest of the page
+// is there.
+func TestReleasePageWithoutRights(t *testing.T) {
+	f := hostileFixture()
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "subresources.convoy.kumodo.io", Resource: "releases/diff"}, "web", fmt.Errorf("no"))
+	f.diffErr, f.healthErr = forbidden, fmt.Errorf("health down")
+	_, get := serve(t, f, Options{Namespace: "shop"})
+	res, body := get("/namespaces/shop/releases/web")
+	require.Equal(t, 200, res.StatusCode)
+	assert.Contains(t, body, "Could not read the diff: releases/diff.subresources.convoy.kumodo.io &#34;web&#34; is forbidden")
+	assert.Contains(t, body, "Could not read the health: health down")
+	assert.Contains(t, body, "<h2>Conditions</h2>")
+
+	f.previewErr = forbidden
+	res, body = get("/namespaces/shop/releases/web/preview")
+	assert.Equal(t, 403, res.StatusCode)
+	assert.Contains(t, body, "Could not read the preview")
+
+	res, _ = get("/namespaces/shop/releases/nope")
+	assert.Equal(t, 404, res.StatusCode)
+	f.getErr = context.DeadlineExceeded
+	res, _ = get("/namespaces/shop/releases/web")
+	assert.Equal(t, 504, res.StatusCode)
+}
+
+// A malformed name is refused before anything is read.
+func TestBadPaths(t *testing.T) {
+	f := hostileFixture()
+	_, get := serve(t, f, Options{Namespace: "shop"})
+	for _, path := range []string{"/namespaces/Shop/releases", "/namespaces/shop/releases/a%2Fb", "/namespaces/shop/releases/a..b/preview", "/namespaces/shop/releases/" + strings.Repeat("a", 300)} {
+		res, body := get(path)
+		assert.Equal(t, 400, res.StatusCode, path)
+		assert.Contains(t, body, "not a valid name")
+	}
+	res, _ := get("/nope")
+	assert.Equal(t, 404, res.StatusCode)
+	assert.Zero(t, f.calls.Load())
+}
+
+func TestListFilterAndSort(t *testing.T) {
+	f := &fakeReader{releases: []convoyv1alpha1.Release{
+		release("a", "web", metav1.ConditionTrue, metav1.ConditionTrue, now.Add(-3*time.Hour)),
+		release("a", "api", metav1.ConditionFalse, metav1.ConditionTrue, now.Add(-1*time.Hour)),
+		release("a", "db", metav1.ConditionTrue, metav1.ConditionFalse, now.Add(-2*time.Hour)),
+		release("b", "cache", metav1.ConditionTrue, metav1.ConditionTrue, now),
+	}}
+	names := func(body string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`<a class="release" href="[^"]*">([^<]*)</a>`).FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	_, get := serve(t, f, Options{Namespace: "a"})
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"", []string{"api", "db", "web"}},
+		{"?sort=-name", []string{"web", "db", "api"}},
+		{"?sort=insync", []string{"api", "db", "web"}},
+		{"?sort=healthy", []string{"db", "api", "web"}},
+		{"?sort=synced", []string{"web", "db", "api"}},
+		{"?sort=-synced", []string{"api", "db", "web"}},
+		{"?sort=bogus", []string{"api", "db", "web"}},
+		{"?state=drifted", []string{"api"}},
+		{"?state=unhealthy", []string{"db"}},
+		{"?state=attention&sort=-name", []string{"db", "api"}},
+		{"?q=DB", []string{"db"}},
+		{"?q=message+of+w", []string{}},
+		{"?q=drifted", []string{"api"}},
+	} {
+		res, body := get("/" + tc.query)
+		require.Equal(t, 200, res.StatusCode)
+		assert.Equal(t, tc.want, append([]string{}, names(body)...), tc.query)
+	}
+	// Every namespace: the column is there, the rows of both.
+	_, get = serve(t, f, Options{AllNamespaces: true})
+	_, body := get("/?sort=-namespace")
+	assert.Equal(t, []string{"cache", "web", "db", "api"}, names(body))
+	assert.Contains(t, body, `<a href="?sort=namespace">Namespace</a> <span class="arrow">▼</span>`)
+	assert.Contains(t, body, "4 of 4 Releases")
+	// The namespace in the path.
+	_, body = get("/namespaces/b/releases")
+	assert.Equal(t, []string{"cache"}, names(body))
+}
+
+func TestCut(t *testing.T) {
+	assert.Equal(t, "abc", cutAt("abc", 3))
+	assert.Equal(t, "ab… (2 bytes more)", cutAt("abcd", 2))
+	assert.Equal(t, "é… (2 bytes more)", cutAt("é€", 3), "no half rune")
+	long := strings.Repeat("x", maxValue*2)
+	assert.Len(t, value(raw(`"`+long+`"`)), maxValue+len(fmt.Sprintf("… (%d bytes more)", maxValue+2)))
+	assert.Equal(t, "(absent)", value(nil))
+	assert.Equal(t, "{\n  \"a\": 1\n}", value(raw(`{"a":1}`)))
+	assert.Equal(t, `"<b>&"`, value(raw(`"\u003cb\u003e\u0026"`)), "as the text it is; the template escapes it")
+	assert.Equal(t, "12345678901234567890", value(raw(`12345678901234567890`)), "numbers as written")
+}
+
+// BenchmarkListPage renders the list of 1,000 Releases from memory: the
+// view's own part of the list page (test/e2e's BenchmarkViewList adds the
+// API's).
+func BenchmarkListPage(b *testing.B) {
+	f := &fakeReader{}
+	for i := range 1000 {
+		f.releases = append(f.releases, release("shop", fmt.Sprintf("app-%04d", i), metav1.ConditionTrue, metav1.ConditionTrue, now.Add(-time.Duration(i)*time.Minute)))
+	}
+	g := &Guard{Addr: addr, Token: "t0ken", Next: NewHandler(f, Options{Namespace: "shop"})}
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, "http://"+addr+"/?sort=-synced", nil)
+		req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: "t0ken"})
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code)
+		}
+	}
+}
