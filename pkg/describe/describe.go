@@ -113,3 +113,19 @@ func ShortRevision(r *convoyv1alpha1.LastResolved) string {
 	}
 	return ""
 }
+
+// Unattributed says in a sentence why a change has no owner; nothing when
+// the server did not say.
+func Unattributed(u subresourcesv1alpha1.Unattributed) string {
+	switch u {
+	case subresourcesv1alpha1.UnattributedNoManager:
+		return "no manager but convoy's owns it: the render changed since it was applied, or an admission webhook or a client that records no managedFields changed it"
+	case subresourcesv1alpha1.UnattributedUnowned:
+		return "no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it"
+	case subresourcesv1alpha1.UnattributedRemoved:
+		return "removed from the live object: managedFields does not record who removes a field"
+	case "":
+		return ""
+	}
+	return "no manager recorded it (" + string(u) + ")" // a reason of a newer server
+}

@@ -286,7 +286,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 				row.Owners = append(row.Owners, ownerCell{Manager: managerName(ow.Manager, ow.Subresource), Operation: ow.Operation, Time: newTimeCell(ow.Time, now)})
 			}
 			if len(ch.Owners) == 0 {
-				row.Unattributed = unattributed(ch.Unattributed)
+				row.Unattributed = describe.Unattributed(ch.Unattributed)
 			}
 			obj.Changes = append(obj.Changes, row)
 		}
@@ -356,18 +356,6 @@ func managerName(manager, subresource string) string {
 		return manager + " (" + subresource + ")"
 	}
 	return manager
-}
-
-func unattributed(u subresourcesv1alpha1.Unattributed) string {
-	switch u {
-	case subresourcesv1alpha1.UnattributedNoManager:
-		return "no manager recorded on the live object"
-	case subresourcesv1alpha1.UnattributedUnowned:
-		return "no manager owns this field"
-	case subresourcesv1alpha1.UnattributedRemoved:
-		return "removed from the live object"
-	}
-	return "unknown"
 }
 
 // value shows a JSON value indented, with the characters that Go's encoder

@@ -242,7 +242,7 @@ func TestReleasePage(t *testing.T) {
 		`<pre class="live">5</pre>`,               //
 		`<span class="manager">kubectl&lt;script`, // its manager
 		`(scale)</span> <span class="operation">Update</span> <time datetime="2026-12-04T11:58:00Z"`,
-		`no manager recorded on the live object`,    // a change nobody owns
+		`no manager but convoy&#39;s owns it`,       // a change nobody owns
 		`<span class="badge warn">contested</span>`, // self-heal fights another manager
 		`taken back by hpa 3 times`,                 //
 		`<dt>Backoff</dt><dd>4m0s</dd>`,             // the self-heal backoff

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
 
 // Exit codes of release diff, as kubectl diff has them.
@@ -288,7 +289,7 @@ func diffLines(a, b []string) []diffLine {
 // or that the time is unknown), or why nobody can be named.
 func changedBy(ch subresourcesv1alpha1.FieldChange, now time.Time) string {
 	if len(ch.Owners) == 0 {
-		return unattributed(ch.Unattributed)
+		return describe.Unattributed(ch.Unattributed)
 	}
 	parts := make([]string, 0, len(ch.Owners))
 	for _, o := range ch.Owners {
@@ -304,20 +305,4 @@ func changedBy(ch subresourcesv1alpha1.FieldChange, now time.Time) string {
 		parts = append(parts, p)
 	}
 	return "changed by " + strings.Join(parts, "; ")
-}
-
-// unattributed says in a sentence why a change has no owner; nothing when
-// the server did not say.
-func unattributed(u subresourcesv1alpha1.Unattributed) string {
-	switch u {
-	case subresourcesv1alpha1.UnattributedNoManager:
-		return "no manager but convoy's owns it: the render changed since it was applied, or an admission webhook or a client that records no managedFields changed it"
-	case subresourcesv1alpha1.UnattributedUnowned:
-		return "no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it"
-	case subresourcesv1alpha1.UnattributedRemoved:
-		return "removed from the live object: managedFields does not record who removes a field"
-	case "":
-		return ""
-	}
-	return "no manager recorded it (" + string(u) + ")" // a reason of a newer server
 }

@@ -307,20 +307,6 @@ Modified   ConfigMap   shop/settings
 	}
 }
 
-// Each reason a change has no owner reads as a sentence.
-func TestUnattributed(t *testing.T) {
-	tests := map[subresourcesv1alpha1.Unattributed]string{
-		subresourcesv1alpha1.UnattributedNoManager: "no manager but convoy's owns it: the render changed since it was applied, or an admission webhook or a client that records no managedFields changed it",
-		subresourcesv1alpha1.UnattributedUnowned:   "no manager owns it: a client that records no managedFields (or reset them), or an admission webhook, changed it",
-		subresourcesv1alpha1.UnattributedRemoved:   "removed from the live object: managedFields does not record who removes a field",
-		"":                                         "",
-		"Sideways":                                 "no manager recorded it (Sideways)",
-	}
-	for u, want := range tests {
-		assert.Equal(t, want, unattributed(u), "%q", u)
-	}
-}
-
 func TestDiffExitCode(t *testing.T) {
 	tests := []struct {
 		result  subresourcesv1alpha1.DiffResult
