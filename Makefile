@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build image setup testbin test test-unit test-e2e verify run bench bench-fleet fuzz clean
+.PHONY: all build image setup testbin test test-unit test-e2e verify run bench bench-fleet bench-view fuzz clean
 
 all: build
 
@@ -56,7 +56,7 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane
 E2E_TIMEOUT ?= 40m
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
-## and client), installed where missing when run as root
+## and client, Chromium), installed where missing when run as root
 setup:
 	@hack/setup.sh
 
@@ -120,6 +120,12 @@ RELEASES ?= 1000
 BENCH_FLEET_ARGS ?=
 bench-fleet: build
 	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench-fleet --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver --releases $(RELEASES) $(BENCH_FLEET_ARGS)
+
+## bench-view: the list page of kubectl convoy view for RELEASES Releases in
+## one namespace on the local control plane, vs kubectl get releases and
+## kubectl convoy release list
+bench-view: build
+	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench-view --bin-dir "$$bindir" --kubectl-convoy $(BIN_DIR)/kubectl-convoy --releases $(RELEASES)
 
 clean:
 	rm -rf $(BIN_DIR) $(LOCAL_DIR)

@@ -283,7 +283,11 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 			}
 			row := changeRow{Path: ch.Path, Op: string(ch.Op), Desired: value(ch.Desired), Live: value(ch.Live), Contested: contested[ch.Path]}
 			for _, ow := range ch.Owners {
-				row.Owners = append(row.Owners, ownerCell{Manager: managerName(ow.Manager, ow.Subresource), Operation: ow.Operation, Time: newTimeCell(ow.Time, now)})
+				owner := ownerCell{Manager: managerName(ow.Manager, ow.Subresource), Operation: ow.Operation, Time: newTimeCell(ow.Time, now)}
+				if ow.Time == nil {
+					owner.Time.Text = "time not recorded"
+				}
+				row.Owners = append(row.Owners, owner)
 			}
 			if len(ch.Owners) == 0 {
 				row.Unattributed = describe.Unattributed(ch.Unattributed)

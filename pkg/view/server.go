@@ -69,6 +69,12 @@ func NewHandler(reader Reader, opts Options) *Handler {
 	h.mux.HandleFunc("GET /namespaces/{namespace}/releases/{name}", h.release)
 	h.mux.HandleFunc("GET /namespaces/{namespace}/releases/{name}/preview", h.preview)
 	h.mux.Handle("GET /static/", http.FileServerFS(assets))
+	// Browsers ask for /favicon.ico whatever the page says: the icon, not
+	// a 404 in the console.
+	h.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, assets, "static/favicon.svg")
+	})
 	h.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, http.StatusNotFound, "Not found", fmt.Errorf("the view has no page %s", r.URL.Path))
 	})

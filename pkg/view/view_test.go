@@ -172,6 +172,7 @@ func TestGuard(t *testing.T) {
 		{name: "cookie", method: "GET", host: addr, path: "/", cookie: "t0ken", want: 200},
 		{name: "style sheet needs the cookie too", method: "GET", host: addr, path: "/static/view.css", want: 403},
 		{name: "style sheet", method: "GET", host: addr, path: "/static/view.css", cookie: "t0ken", want: 200},
+		{name: "icon", method: "GET", host: addr, path: "/favicon.ico", cookie: "t0ken", want: 200},
 		{name: "no token", method: "GET", host: addr, path: "/", want: 403},
 		{name: "wrong token", method: "GET", host: addr, path: "/?token=nope", want: 403},
 		{name: "wrong cookie", method: "GET", host: addr, path: "/", cookie: "nope", want: 403},
