@@ -208,10 +208,10 @@ func fill(ctx context.Context, cp *controlplane.ControlPlane, n int) error {
 		r.Status = convoyv1alpha1.ReleaseStatus{
 			ObservedGeneration: r.Generation,
 			Conditions: []metav1.Condition{
-				{Type: convoyv1alpha1.ConditionInSync, Status: inSync, Reason: reason, Message: "render r-" + name + " (Fresh): Deployment.apps fleet/" + name + ": spec.replicas", ObservedGeneration: r.Generation, LastTransitionTime: now},
+				{Type: convoyv1alpha1.ConditionInSync, Status: inSync, Reason: reason, Message: "render " + fmt.Sprintf("%016x", i) + " (Fresh): Deployment.apps fleet/" + name + ": spec.replicas", ObservedGeneration: r.Generation, LastTransitionTime: now},
 				{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy", Message: "3 objects healthy", ObservedGeneration: r.Generation, LastTransitionTime: now},
 			},
-			LastApplied:  &convoyv1alpha1.RenderRecord{RenderRef: "r" + strconv.Itoa(i), Time: now},
+			LastApplied:  &convoyv1alpha1.RenderRecord{RenderRef: fmt.Sprintf("%016x", i), Time: now},
 			LastResolved: &convoyv1alpha1.LastResolved{Kind: "GitRepository", URL: "https://git.example.test/apps.git", Ref: "refs/heads/main", Commit: fmt.Sprintf("%040x", i), Time: now},
 		}
 		_, err = convoy.ConvoyV1alpha1().Releases(namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{})
