@@ -15,6 +15,7 @@ import (
 	"github.com/pkg/browser"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
@@ -102,6 +103,11 @@ func (v *viewOptions) Validate() error {
 	}
 	if v.name != "" && v.allNamespaces {
 		return errors.New("a Release NAME is in one namespace: give -n, not -A")
+	}
+	if v.name != "" {
+		if errs := validation.IsDNS1123Subdomain(v.name); len(errs) > 0 {
+			return fmt.Errorf("%q is not a Release name: %s", v.name, errs[0])
+		}
 	}
 	return nil
 }
