@@ -377,3 +377,25 @@ func BenchmarkListPage(b *testing.B) {
 		}
 	}
 }
+
+// A long diff collapses by object and is cut at maxChanges per object.
+func TestLongDiffCollapses(t *testing.T) {
+	f := hostileFixture()
+	var many []subresourcesv1alpha1.FieldChange
+	for i := range maxChanges + 50 {
+		many = append(many, subresourcesv1alpha1.FieldChange{Path: fmt.Sprintf("data.k%03d", i), Op: subresourcesv1alpha1.ChangeAdd, Desired: raw(`"v"`)})
+	}
+	objects := []subresourcesv1alpha1.ObjectDiff{{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "big", Status: subresourcesv1alpha1.ObjectModified, Changes: many}}
+	for i := range openObjects + 1 {
+		objects = append(objects, subresourcesv1alpha1.ObjectDiff{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: fmt.Sprintf("small-%d", i), Status: subresourcesv1alpha1.ObjectMissing})
+	}
+	f.diff.Objects = objects
+	_, get := serve(t, f, Options{Namespace: "shop"})
+	res, body := get("/namespaces/shop/releases/web")
+	require.Equal(t, 200, res.StatusCode)
+	assert.Equal(t, maxChanges, strings.Count(body, `<tr class="change`), "changes shown")
+	assert.Contains(t, body, "50 more changes not shown")
+	assert.Regexp(t, `<details class="object drifted">\s*<summary><span class="badge bad">Modified</span> ConfigMap shop/big`, body, "more than openChanges: collapsed")
+	assert.Equal(t, openObjects-1, strings.Count(body, `<details class="object drifted" open>`), "the first small ones open, up to openObjects in all")
+	assert.Regexp(t, `<details class="object drifted">\s*<summary><span class="badge bad">Missing</span> ConfigMap shop/small-5`, body)
+}
