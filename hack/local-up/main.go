@@ -250,6 +250,7 @@ func run() error {
 	if *runStandIn {
 		fmt.Printf("\nThe development stand-in of convoy's controller applies the Releases (log: %s).\n", filepath.Join(absDir, "logs", "standin.log"))
 		fmt.Printf("Follow %s/%s with the plugin (bin/ on PATH): kubectl convoy release get %s -n %s\n", ns, name, name, ns)
+		fmt.Printf("or in a browser: kubectl convoy view -n %s\n", ns)
 	}
 	if ociExample != "" {
 		fmt.Printf("\nAn OCI registry serves the example chart at %s;\n", ociExample)
