@@ -24,6 +24,7 @@ targets=(
   ./pkg/helmrepo:FuzzIndex ./pkg/archive:FuzzUnbundle ./pkg/oci:FuzzDockerConfig ./pkg/git:FuzzRefCounter
   ./pkg/health:FuzzDefaultRules ./cmd/kubectl-convoy/cmd:FuzzReadObjects
   ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile ./pkg/cosign:FuzzParsePayload ./pkg/cosign:FuzzKeylessLayer
+  ./pkg/view:FuzzRequest
 )
 failed=0
 for t in "${targets[@]}"; do

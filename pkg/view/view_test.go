@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -398,4 +399,41 @@ func TestLongDiffCollapses(t *testing.T) {
 	assert.Regexp(t, `<details class="object drifted">\s*<summary><span class="badge bad">Modified</span> ConfigMap shop/big`, body, "more than openChanges: collapsed")
 	assert.Equal(t, openObjects-1, strings.Count(body, `<details class="object drifted" open>`), "the first small ones open, up to openObjects in all")
 	assert.Regexp(t, `<details class="object drifted">\s*<summary><span class="badge bad">Missing</span> ConfigMap shop/small-5`, body)
+}
+
+// FuzzRequest: whatever the path and query, the view answers one of its
+// statuses, never panics, and no markup of the request comes back.
+func FuzzRequest(f *testing.F) {
+	f.Add("/", "sort=-synced&q=web&state=attention")
+	f.Add("/namespaces/shop/releases/web", "")
+	f.Add("/namespaces/shop/releases/web/preview", "token=t0ken")
+	f.Add("/namespaces/<b>/releases", "q=<script>")
+	f.Add("//x/../static/view.css", "sort=%00")
+	fixture := hostileFixture()
+	g := &Guard{Addr: addr, Token: "t0ken", Next: NewHandler(fixture, Options{Namespace: "shop", Now: func() time.Time { return now }})}
+	f.Fuzz(func(t *testing.T, path, query string) {
+		u, err := url.Parse("http://" + addr + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Path, u.RawQuery = path, query
+		req, err := http.NewRequest(http.MethodGet, u.String(), nil)
+		if err != nil {
+			return
+		}
+		req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: "t0ken"})
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, req)
+		switch w.Code {
+		case 200, 301, 303, 307, 308, 400, 403, 404, 405:
+		default:
+			t.Fatalf("%s: HTTP %d", u, w.Code)
+		}
+		if body := w.Body.String(); strings.Contains(body, "<script") || strings.Contains(body, "<b>") {
+			t.Fatalf("%s: markup of the request in the answer", u)
+		}
+		if loc := w.Header().Get("Location"); strings.HasPrefix(loc, "//") || strings.Contains(loc, "://") {
+			t.Fatalf("%s: redirect out of the view: %s", u, loc)
+		}
+	})
 }
