@@ -39,6 +39,7 @@ type listPage struct {
 	AllNamespaces bool
 	Query         string
 	State         string
+	Sort          string // as asked, kept by the filter form
 	States        []option
 	Columns       []column
 	Rows          []listRow
@@ -101,7 +102,8 @@ func newListPage(releases []convoyv1alpha1.Release, namespace string, query url.
 		}
 		p.Rows = append(p.Rows, row)
 	}
-	key, desc := parseSort(query.Get("sort"))
+	p.Sort = query.Get("sort")
+	key, desc := parseSort(p.Sort, p.AllNamespaces)
 	sortRows(p.Rows, key, desc)
 	for _, c := range sortKeys {
 		if c.key == "namespace" && !p.AllNamespaces {
@@ -142,14 +144,18 @@ func keep(state string, row listRow) bool {
 	return true
 }
 
-// parseSort reads ?sort=[-]KEY; an unknown key sorts by namespace and name.
-func parseSort(s string) (key string, desc bool) {
+// parseSort reads ?sort=[-]KEY; without one (or with an unknown key) a
+// namespace's list sorts by name, every namespace's by namespace and name.
+func parseSort(s string, allNamespaces bool) (key string, desc bool) {
 	desc = strings.HasPrefix(s, "-")
 	key = strings.TrimPrefix(s, "-")
 	for _, c := range sortKeys {
-		if c.key == key {
+		if c.key == key && (key != "namespace" || allNamespaces) {
 			return key, desc
 		}
+	}
+	if allNamespaces {
+		return "namespace", false
 	}
 	return "name", false
 }

@@ -341,6 +341,10 @@ func TestListFilterAndSort(t *testing.T) {
 	assert.Equal(t, []string{"cache", "web", "db", "api"}, names(body))
 	assert.Contains(t, body, `<a href="?sort=namespace">Namespace</a> <span class="arrow">▼</span>`)
 	assert.Contains(t, body, "4 of 4 Releases")
+	_, body = get("/")
+	assert.Equal(t, []string{"api", "db", "web", "cache"}, names(body), "by namespace, then name")
+	_, body = get("/?sort=-synced&q=a")
+	assert.Contains(t, body, `<input type="hidden" name="sort" value="-synced">`, "the filter keeps the order")
 	// The namespace in the path.
 	_, body = get("/namespaces/b/releases")
 	assert.Equal(t, []string{"cache"}, names(body))
