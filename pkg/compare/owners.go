@@ -10,6 +10,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
 
 // unknownManager stands in ObjectDiff.ChangedBy for changes without owner.
@@ -252,8 +253,5 @@ func appliedAt(entries []metav1.ManagedFieldsEntry) *metav1.Time {
 // OwnerLabel names an owner as people read it: "manager", or "manager
 // (subresource)".
 func OwnerLabel(o subresourcesv1alpha1.FieldOwner) string {
-	if o.Subresource != "" {
-		return o.Manager + " (" + o.Subresource + ")"
-	}
-	return o.Manager
+	return describe.Manager(o.Manager, o.Subresource)
 }

@@ -28,6 +28,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
@@ -218,12 +219,7 @@ type Field struct {
 }
 
 // Owner names the manager: "manager", or "manager (subresource)".
-func (f Field) Owner() string {
-	if f.Subresource != "" {
-		return f.Manager + " (" + f.Subresource + ")"
-	}
-	return f.Manager
-}
+func (f Field) Owner() string { return describe.Manager(f.Manager, f.Subresource) }
 
 func (h *history) field(key fieldKey) Field {
 	return Field{Object: key.object, ContestedField: subresourcesv1alpha1.ContestedField{

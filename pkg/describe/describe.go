@@ -129,3 +129,12 @@ func Unattributed(u subresourcesv1alpha1.Unattributed) string {
 	}
 	return "no manager recorded it (" + string(u) + ")" // a reason of a newer server
 }
+
+// Manager names a field manager as people read it: "manager", or "manager
+// (subresource)" for one that wrote through a subresource (kubectl scale).
+func Manager(manager, subresource string) string {
+	if subresource != "" {
+		return manager + " (" + subresource + ")"
+	}
+	return manager
+}

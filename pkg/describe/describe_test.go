@@ -63,3 +63,8 @@ func TestUnattributed(t *testing.T) {
 		assert.Equal(t, want, Unattributed(u), "%q", u)
 	}
 }
+
+func TestManager(t *testing.T) {
+	assert.Equal(t, "kubectl (scale)", Manager("kubectl", "scale"))
+	assert.Equal(t, "helm", Manager("helm", ""))
+}

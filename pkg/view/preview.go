@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
@@ -40,8 +41,7 @@ func newPreviewPage(namespace, name string, p *subresourcesv1alpha1.ReleasePrevi
 		if err != nil {
 			return nil, fmt.Errorf("object %d of the preview: %w", i, err)
 		}
-		gv := u.GroupVersionKind()
-		page.Objects = append(page.Objects, previewObject{Object: objectName(gv.Group, gv.Kind, u.GetNamespace(), u.GetName()), YAML: cutAt(string(y), maxObject)})
+		page.Objects = append(page.Objects, previewObject{Object: convoyv1alpha1.ObjectKeyOf(u).Describe(), YAML: cutAt(string(y), maxObject)})
 	}
 	return page, nil
 }

@@ -210,9 +210,9 @@ func newReleasePage(r *convoyv1alpha1.Release, diff *subresourcesv1alpha1.Releas
 		s.NextRequest = newTimeCell(sh.NextRequestAt, now)
 		for _, c := range sh.Contested {
 			s.Contested = append(s.Contested, contestedRow{
-				Object:  objectName(c.Group, c.Kind, c.Namespace, c.Name),
+				Object:  convoyv1alpha1.ObjectKey{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}.Describe(),
 				Path:    c.Path,
-				Manager: managerName(c.Manager, c.Subresource),
+				Manager: describe.Manager(c.Manager, c.Subresource),
 				Heals:   c.Heals,
 				Since:   newTimeCell(&c.Since, now),
 			})
@@ -259,7 +259,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 		s.Resolved = describe.Resolved(d.ResolvedSource)
 	}
 	for _, o := range d.Objects {
-		name := objectName(o.Group, o.Kind, o.Namespace, o.Name)
+		name := convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.Describe()
 		if o.Status == subresourcesv1alpha1.ObjectInSync {
 			s.InSync = append(s.InSync, name)
 			continue
@@ -274,7 +274,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 		contested := map[string]bool{}
 		for _, c := range o.Contested {
 			contested[c.Path] = true
-			obj.Contested = append(obj.Contested, contestedRow{Path: c.Path, Manager: managerName(c.Manager, c.Subresource), Heals: c.Heals, Since: newTimeCell(&c.Since, now)})
+			obj.Contested = append(obj.Contested, contestedRow{Path: c.Path, Manager: describe.Manager(c.Manager, c.Subresource), Heals: c.Heals, Since: newTimeCell(&c.Since, now)})
 		}
 		for i, ch := range o.Changes {
 			if i == maxChanges {
@@ -283,7 +283,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 			}
 			row := changeRow{Path: ch.Path, Op: string(ch.Op), Desired: value(ch.Desired), Live: value(ch.Live), Contested: contested[ch.Path]}
 			for _, ow := range ch.Owners {
-				owner := ownerCell{Manager: managerName(ow.Manager, ow.Subresource), Operation: ow.Operation, Time: newTimeCell(ow.Time, now)}
+				owner := ownerCell{Manager: describe.Manager(ow.Manager, ow.Subresource), Operation: ow.Operation, Time: newTimeCell(ow.Time, now)}
 				if ow.Time == nil {
 					owner.Time.Text = "time not recorded"
 				}
@@ -298,7 +298,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 		s.Drifted = append(s.Drifted, obj)
 	}
 	for _, e := range d.ExtraObjects {
-		s.Extra = append(s.Extra, extraRow{Object: objectName(e.Group, e.Kind, e.Namespace, e.Name), RenderRef: e.RenderRef, Message: cut(e.Message)})
+		s.Extra = append(s.Extra, extraRow{Object: e.Describe(), RenderRef: e.RenderRef, Message: cut(e.Message)})
 	}
 	return s
 }
@@ -320,7 +320,7 @@ func newHealthSection(h *subresourcesv1alpha1.ReleaseHealth, now time.Time) *hea
 			state += " (hook " + string(e.HookPhase) + ")"
 		}
 		s.Entries = append(s.Entries, healthRow{
-			Object:         objectName(e.Group, e.Kind, e.Namespace, e.Name),
+			Object:         e.Describe(),
 			State:          state,
 			Class:          healthClass(e.State),
 			Message:        cut(e.Message),
@@ -341,25 +341,6 @@ func healthClass(s convoyv1alpha1.HealthState) string {
 		return "warn"
 	}
 	return "unknown"
-}
-
-// objectName is Kind.group namespace/name, as kubectl names objects.
-func objectName(group, kind, namespace, name string) string {
-	k := kind
-	if group != "" {
-		k += "." + group
-	}
-	if namespace != "" {
-		name = namespace + "/" + name
-	}
-	return k + " " + name
-}
-
-func managerName(manager, subresource string) string {
-	if subresource != "" {
-		return manager + " (" + subresource + ")"
-	}
-	return manager
 }
 
 // value shows a JSON value indented, with the characters that Go's encoder

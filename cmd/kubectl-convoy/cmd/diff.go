@@ -293,10 +293,7 @@ func changedBy(ch subresourcesv1alpha1.FieldChange, now time.Time) string {
 	}
 	parts := make([]string, 0, len(ch.Owners))
 	for _, o := range ch.Owners {
-		p := o.Manager
-		if o.Subresource != "" {
-			p += " (" + o.Subresource + ")"
-		}
+		p := describe.Manager(o.Manager, o.Subresource)
 		if o.Time != nil {
 			p += " " + duration.HumanDuration(now.Sub(o.Time.Time)) + " ago"
 		} else {
