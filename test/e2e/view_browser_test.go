@@ -122,6 +122,9 @@ func TestViewBrowser(t *testing.T) {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("no-proxy-server", true),
+		// No name resolves but the view's own address: nothing the browser
+		// might look up reaches a DNS server.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
