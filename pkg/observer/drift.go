@@ -5,6 +5,7 @@ package observer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -31,12 +32,17 @@ const DefaultInterval = 5 * time.Minute
 // observerName is who the observer's sync requests are from.
 const observerName = "convoy-observe"
 
+// Checker is the drift check of a pass: *drift.Checker.
+type Checker interface {
+	Check(ctx context.Context, release *convoyv1alpha1.Release, opts drift.Options) (*drift.Report, error)
+}
+
 // DriftLoop runs drift passes: it compares each Release's desired render with
 // the live objects and writes the InSync condition. In automatic mode it
 // requests a sync on drift.
 type DriftLoop struct {
 	passQueue
-	checker   *drift.Checker
+	checker   Checker
 	status    *StatusWriter
 	requester *syncrequest.Requester
 	contests  *contest.Tracker
@@ -49,7 +55,7 @@ type DriftLoop struct {
 // request (an annotation), RefreshDelay after it. A sync request and the
 // observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
-	checker *drift.Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
+	checker Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
 	l := &DriftLoop{checker: checker, status: status, requester: requester, contests: contests}
 	l.passQueue = newPassQueue("drift", releases.Lister(), l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
 	l.spots = newSpots(park.DefaultGrace, l.queue.Add)
@@ -105,39 +111,6 @@ func driftTrigger(old, cur *convoyv1alpha1.Release) trigger {
 	return noPass
 }
 
-// RefreshDelay is how long after a refresh request its pass runs: the
-// requests that come meanwhile (a script that refreshes a fleet, a user
-// who clicks twice) are handled by the same pass, with one read of the
-// source.
-const RefreshDelay = time.Second
-
-// refreshRequested tells a new refresh request: the annotation
-// convoy.kumodo.io/refresh-requested-at changed.
-func refreshRequested(old, cur *convoyv1alpha1.Release) bool {
-	v, ok := cur.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
-	return ok && v != old.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
-}
-
-// pendingRefresh is the refresh request of release its drift loop has not
-// handled yet: the annotation's value and its time ("" when none; a value
-// that is not a time is handled as a request of now).
-func pendingRefresh(release *convoyv1alpha1.Release, now time.Time) (string, time.Time) {
-	v, handled := release.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt], release.Status.LastHandledRefreshAt
-	if v == "" || v == handled {
-		return "", time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		return v, now
-	}
-	if h, err := time.Parse(time.RFC3339Nano, handled); err == nil && !t.After(h) {
-		// Requests recorded at once can land out of order: one older than
-		// the handled one was handled by that pass already.
-		return "", time.Time{}
-	}
-	return v, t
-}
-
 // releaseOf returns the Release of a delete event, also from a tombstone.
 func releaseOf(obj any) (*convoyv1alpha1.Release, bool) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -164,10 +137,10 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 // written in one apply before the sync request it decided on.
 func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
 	interval := Interval(release)
-	refresh, requested := pendingRefresh(release, time.Now())
-	if refresh != "" {
+	refresh, refreshing := pendingRefresh(release, l.status.SeenRefresh(release), time.Now())
+	if refreshing {
 		// The source is resolved again, whatever --source-resolve-max-age.
-		ctx = source.WithFreshAfter(ctx, requested)
+		ctx = source.WithFreshAfter(ctx, refresh.at)
 	}
 	report, err := l.checker.Check(ctx, release, drift.Options{})
 	if err != nil {
@@ -190,22 +163,30 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		panics.WithLabelValues("drift").Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Drift pass", "generation", release.Generation, "result", report.Result.Verdict, "reason", report.Reason)
-	status := DriftStatus{SelfHeal: selfHeal, HandledRefresh: refresh, NoResolution: release.Spec.Source.ConfigMap != nil}
-	if report.Desired != nil {
+	status := DriftStatus{SelfHeal: selfHeal, NoResolution: release.Spec.Source.ConfigMap != nil}
+	if report.Desired != nil && report.Desired.Source == subresourcesv1alpha1.RenderSourceFresh {
+		// A stored render's revision is not what the source resolves to.
 		status.Resolved = report.Desired.Resolved
 	}
-	if refresh != "" {
+	if refreshing {
+		status.HandledRefresh, status.SeenRefresh = refresh.record, refresh.value
 		refreshesHandled.Inc()
-		klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", refresh)
+		klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", refresh.record)
 	}
-	if _, err := l.status.SetInSync(ctx, release, cond, status); err != nil {
-		return interval, err
+	// A status the API server refuses does not keep the pass from its
+	// sync request: the cluster drifted whatever the status says.
+	_, werr := l.status.SetInSync(ctx, release, cond, status)
+	if werr != nil {
+		klog.FromContext(ctx).Error(werr, "Writing the drift pass's status")
 	}
 	if request {
 		if _, err := l.requester.Request(ctx, release.Namespace, release.Name, observerName, "drift found: "+report.Message); err != nil {
-			return interval, fmt.Errorf("requesting a sync: %w", err)
+			return interval, errors.Join(werr, fmt.Errorf("requesting a sync: %w", err))
 		}
 		syncRequests.WithLabelValues("drift").Inc()
+	}
+	if werr != nil {
+		return interval, werr
 	}
 	return interval, nil
 }

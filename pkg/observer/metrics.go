@@ -48,6 +48,13 @@ var (
 			"passes that resolved the source again whatever --source-resolve-max-age. Requests that came within RefreshDelay of each other count once.",
 		StabilityLevel: metrics.ALPHA,
 	})
+	statusRefusals = metricSet.Counter(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "status_refusals_total",
+		Help: "Status writes the API server refused for a value that came from outside the observer (a refresh annotation, a revision a registry named): " +
+			"the condition was written with the last accepted values instead (Warning Event StatusRefused).",
+		StabilityLevel: metrics.ALPHA,
+	})
 	celErrors = metricSet.Counter(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "cel_evaluation_errors_total",

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,10 +19,20 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyapply "github.com/kumodo/convoy-apiserver/pkg/generated/applyconfiguration/convoy/v1alpha1"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
+
+// ReasonStatusRefused is the reason of the Warning Event of a status write
+// the API server refused for a value that came from outside the observer.
+var ReasonStatusRefused = failure.Declare(failure.Reason{
+	Name: "StatusRefused", Class: failure.ClassOutcome, Shows: []failure.Where{failure.Event},
+	Means: "the API server refused the observer's status write for a value that came from outside the observer (status.lastResolved: a revision a registry " +
+		"or repository named; status.lastHandledRefreshAt): the condition was written with their last accepted values, and the pass went on to its sync request",
+	Action: "read the Event's message for the field the API server refused; report it as a bug of convoy-apiserver, which bounds both before it writes",
+})
 
 // StatusWriter writes the observer's part of a Release status: the InSync
 // and Healthy conditions, healthSummary and selfHeal, with server-side apply
@@ -46,6 +57,9 @@ type observedStatus struct {
 	lastResolved  *convoyv1alpha1.LastResolved
 	// handledRefresh is status.lastHandledRefreshAt.
 	handledRefresh string
+	// seenRefresh is the value of the refresh annotation this replica
+	// handled last (see pendingRefresh); not in the status.
+	seenRefresh string
 }
 
 // NewStatusWriter returns a StatusWriter that records an Event on the
@@ -76,6 +90,15 @@ func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
 	return p
 }
 
+// SeenRefresh is the value of the refresh annotation of release that a
+// drift pass of this replica handled last ("" if none).
+func (w *StatusWriter) SeenRefresh(release *convoyv1alpha1.Release) string {
+	p := w.part(release)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seenRefresh
+}
+
 // Forget drops what the writer keeps of a Release that is gone.
 func (w *StatusWriter) Forget(uid types.UID) {
 	w.mu.Lock()
@@ -99,7 +122,7 @@ func (w *StatusWriter) SetCondition(ctx context.Context, release *convoyv1alpha1
 		}
 		p.healthSummary = summary.DeepCopy()
 		return true
-	})
+	}, "")
 }
 
 // DriftStatus is what a drift pass writes besides the InSync condition.
@@ -111,8 +134,12 @@ type DriftStatus struct {
 	Resolved *subresourcesv1alpha1.ResolvedSource
 	// NoResolution drops status.lastResolved (a ConfigMap source).
 	NoResolution bool
-	// HandledRefresh, when set, is the refresh request the pass handled.
+	// HandledRefresh, when set, is the refresh request the pass handled,
+	// as status.lastHandledRefreshAt records it (a time the CRD accepts).
 	HandledRefresh string
+	// SeenRefresh is the annotation's value of that request, as it was
+	// written.
+	SeenRefresh string
 }
 
 // SetInSync sets the InSync condition of release, as SetCondition, and the
@@ -146,19 +173,26 @@ func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Re
 			changed = true
 		}
 		return changed
-	})
+	}, d.SeenRefresh)
 }
 
-// lastResolved is the revision of r (its time unset).
+// lastResolved is the revision of r (its time unset), each field cut to
+// the CRD's bound: a version of a Helm index and a Git tag's name are
+// whatever the repository says.
 func lastResolved(r *subresourcesv1alpha1.ResolvedSource) *convoyv1alpha1.LastResolved {
-	return &convoyv1alpha1.LastResolved{Kind: r.Kind, URL: r.URL, Chart: r.Chart, Tag: r.Tag, Version: r.Version,
-		Ref: r.Ref, Digest: r.Digest, Commit: r.Commit}
+	return &convoyv1alpha1.LastResolved{Kind: truncate.String(r.Kind, 64), URL: truncate.String(r.URL, 2048), Chart: truncate.String(r.Chart, 256),
+		Tag: truncate.String(r.Tag, 256), Version: truncate.String(r.Version, 256), Ref: truncate.String(r.Ref, 512),
+		Digest: truncate.String(r.Digest, 128), Commit: truncate.String(r.Commit, 128)}
 }
 
 // set sets cond and what change changes of the observer's part (it reports
 // whether it changed something), and applies the whole part when something
-// changed.
-func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, change func(*observedStatus) bool) (bool, error) {
+// changed. When the API server refuses a value that came from outside the
+// observer (lastResolved, lastHandledRefreshAt: 422 Invalid), it writes
+// the rest with their last accepted values, and records a Warning Event
+// (StatusRefused): a value a tenant wrote never keeps a verdict out. Once
+// written, seenRefresh (when set) is the refresh annotation handled.
+func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, change func(*observedStatus) bool, seenRefresh string) (bool, error) {
 	p := w.part(release)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -173,10 +207,51 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	copy(next.conditions, p.conditions)
 	changed := meta.SetStatusCondition(&next.conditions, cond)
 	changed = change(&next) || changed
+	if seenRefresh != "" {
+		// The pass handled it (it resolved the source again), whether the
+		// status changes or not.
+		p.seenRefresh = seenRefresh
+	}
 	if !changed {
 		return false, nil
 	}
 
+	err := w.apply(ctx, release, &next)
+	if apierrors.IsInvalid(err) && (next.lastResolved != p.lastResolved || next.handledRefresh != p.handledRefresh) {
+		// What the API server refused came from outside the observer (a
+		// refresh annotation, a revision a registry or repository named):
+		// the verdict is written with the last ones it accepted.
+		refused := err
+		next.lastResolved, next.handledRefresh = p.lastResolved, p.handledRefresh
+		if err = w.apply(ctx, release, &next); err == nil {
+			statusRefusals.Inc()
+			note := "the API server refused the observer's status (" + refused.Error() + "); " +
+				"the condition was written, status.lastResolved and status.lastHandledRefreshAt kept their last values"
+			w.recorder.Eventf(release, nil, corev1.EventTypeWarning, ReasonStatusRefused, "Set"+cond.Type, "%s", truncate.String(note, truncate.EventNote))
+			klog.FromContext(ctx).Info("Status refused, the verdict written without it", "release", klog.KObj(release), "err", refused)
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
+	}
+	p.conditions, p.healthSummary, p.selfHeal = next.conditions, next.healthSummary, next.selfHeal
+	p.lastResolved, p.handledRefresh = next.lastResolved, next.handledRefresh
+	if transition {
+		eventType := corev1.EventTypeNormal
+		if cond.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		note := fmt.Sprintf("%s is %s (%s): %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		w.recorder.Eventf(release, nil, eventType, cond.Reason, "Set"+cond.Type, "%s", truncate.String(note, truncate.EventNote))
+	}
+	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
+		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)
+	return true, nil
+}
+
+// apply writes next, the whole observer part of release's status, with
+// server-side apply.
+func (w *StatusWriter) apply(ctx context.Context, release *convoyv1alpha1.Release, next *observedStatus) error {
 	status := convoyapply.ReleaseStatus()
 	for _, c := range next.conditions {
 		status.WithConditions(metav1apply.Condition().
@@ -207,22 +282,7 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	_, err := w.releases.Releases(release.Namespace).ApplyStatus(ctx,
 		convoyapply.Release(release.Name, release.Namespace).WithStatus(status),
 		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerObserver, Force: true})
-	if err != nil {
-		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
-	}
-	p.conditions, p.healthSummary, p.selfHeal = next.conditions, next.healthSummary, next.selfHeal
-	p.lastResolved, p.handledRefresh = next.lastResolved, next.handledRefresh
-	if transition {
-		eventType := corev1.EventTypeNormal
-		if cond.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		note := fmt.Sprintf("%s is %s (%s): %s", cond.Type, cond.Status, cond.Reason, cond.Message)
-		w.recorder.Eventf(release, nil, eventType, cond.Reason, "Set"+cond.Type, "%s", truncate.String(note, truncate.EventNote))
-	}
-	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
-		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)
-	return true, nil
+	return err
 }
 
 // selfHealApply is s as an apply configuration: every field of s, so that

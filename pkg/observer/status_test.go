@@ -10,9 +10,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -237,4 +239,77 @@ func TestStatusWriterLastResolved(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, wrote)
 	assert.Nil(t, get().Status.LastResolved, "a ConfigMap source resolves nothing")
+}
+
+// A status write the API server refuses for a value from outside the
+// observer (here: status.lastHandledRefreshAt, refused as the CRD's bound
+// would) still writes the verdict, with the last accepted value, and says
+// so in a Warning Event; a refusal of anything else is the caller's error.
+func TestStatusWriterRefusedValue(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+	recorder := events.NewFakeRecorder(10)
+	w, client, applies, _ := countingWriter(release, recorder)
+	refuse := "2026-12-04T20:00:00.000002Z"
+	refused := 0
+	client.PrependReactor("patch", "releases", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if strings.Contains(string(a.(clienttesting.PatchAction).GetPatch()), refuse) {
+			refused++
+			return true, nil, apierrors.NewInvalid(convoyv1alpha1.SchemeGroupVersion.WithKind("Release").GroupKind(), "web",
+				field.ErrorList{field.TooLong(field.NewPath("status", "lastHandledRefreshAt"), "", 64)})
+		}
+		return false, nil, nil
+	})
+	ctx := context.Background()
+	get := func() *convoyv1alpha1.Release {
+		got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "in sync"}
+	_, err := w.SetInSync(ctx, release, inSync, DriftStatus{HandledRefresh: "2026-12-04T20:00:00.000001Z", SeenRefresh: "a"})
+	require.NoError(t, err)
+	assert.Equal(t, "a", w.SeenRefresh(release))
+
+	drifted := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "Drifted", Message: "1 of 1 drifted"}
+	n := *applies
+	wrote, err := w.SetInSync(ctx, release, drifted, DriftStatus{HandledRefresh: refuse, SeenRefresh: "b"})
+	require.NoError(t, err, "the verdict is written")
+	assert.True(t, wrote)
+	assert.Equal(t, 1, refused)
+	assert.Equal(t, n+1, *applies, "then the verdict")
+	got := get()
+	assert.Equal(t, "Drifted", meta.FindStatusCondition(got.Status.Conditions, convoyv1alpha1.ConditionInSync).Reason)
+	assert.Equal(t, "2026-12-04T20:00:00.000001Z", got.Status.LastHandledRefreshAt, "the last accepted value")
+	assert.Equal(t, "b", w.SeenRefresh(release), "handled: not again at every pass")
+	var warned bool
+	for len(recorder.Events) > 0 {
+		if e := <-recorder.Events; strings.Contains(e, "Warning StatusRefused") && strings.Contains(e, "lastHandledRefreshAt") {
+			warned = true
+		}
+	}
+	assert.True(t, warned, "a Warning Event StatusRefused names the field")
+
+	// Nothing from outside changed: the refusal is the caller's error.
+	client.PrependReactor("patch", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(convoyv1alpha1.SchemeGroupVersion.WithKind("Release").GroupKind(), "web", nil)
+	})
+	_, err = w.SetInSync(ctx, release, inSync, DriftStatus{})
+	require.Error(t, err)
+	assert.True(t, apierrors.IsInvalid(err))
+}
+
+// Every field of status.lastResolved fits the CRD's bound, whatever a
+// registry or repository named.
+func TestLastResolvedBounds(t *testing.T) {
+	long := strings.Repeat("v", 5000)
+	got := lastResolved(&subresourcesv1alpha1.ResolvedSource{Kind: long, URL: long, Chart: long, Tag: long, Version: long, Ref: long, Digest: long, Commit: long})
+	for _, f := range []struct {
+		v     string
+		bound int
+	}{{got.Kind, 64}, {got.URL, 2048}, {got.Chart, 256}, {got.Tag, 256}, {got.Version, 256}, {got.Ref, 512}, {got.Digest, 128}, {got.Commit, 128}} {
+		assert.LessOrEqual(t, len(f.v), f.bound)
+		assert.NotEmpty(t, f.v)
+	}
+	short := &subresourcesv1alpha1.ResolvedSource{Kind: "HelmRepository", URL: "https://charts.example", Chart: "web", Version: "1.2.3", Digest: "sha256:aa"}
+	assert.Equal(t, &convoyv1alpha1.LastResolved{Kind: "HelmRepository", URL: "https://charts.example", Chart: "web", Version: "1.2.3", Digest: "sha256:aa"}, lastResolved(short))
 }

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
@@ -46,6 +48,14 @@ const (
 	actionRequestRefresh = "RequestRefresh"
 )
 
+// RefreshJoin is how long after a refresh request of a Release that this
+// replica recorded a new one joins it: it gets its time, and nothing is
+// written (a script that refreshes in a loop costs the API server at most
+// one patch and one Event per Release per second). The drift loop handles
+// a request RefreshDelay (a second) after it was recorded, so the
+// requests it joins still come before the pass resolves the source.
+const RefreshJoin = time.Second
+
 // Requester records sync requests on Releases.
 type Requester struct {
 	releases convoyclient.ReleasesGetter
@@ -53,6 +63,12 @@ type Requester struct {
 	clock    clock.PassiveClock
 	// refreshes are the refresh requests being recorded, by Release.
 	refreshes singleflight.Group
+
+	mu sync.Mutex
+	// recorded are the times of the refresh requests recorded within
+	// RefreshJoin, by Release; pruned when it doubles.
+	recorded map[string]metav1.MicroTime
+	pruneAt  int
 }
 
 // NewRequester returns a Requester that patches Releases through releases and
@@ -71,15 +87,57 @@ func (r *Requester) Request(ctx context.Context, namespace, name, requester, why
 
 // Refresh records a refresh request for the Release namespace/name on
 // behalf of requester, as Request does a sync request. Requests of the
-// same Release while one is being recorded join it: they get its time,
-// and the Event names the first requester (a script that refreshes in a
-// loop costs the API server one patch at a time per Release).
+// same Release while one is being recorded, or within RefreshJoin after
+// it, join it: they get its time, and its Event names the first
+// requester.
 func (r *Requester) Refresh(ctx context.Context, namespace, name, requester string) (metav1.MicroTime, error) {
-	v, err, _ := r.refreshes.Do(namespace+"/"+name, func() (any, error) {
-		return r.request(ctx, namespace, name, requester, "", "refresh", convoyv1alpha1.AnnotationRefreshRequestedAt, ReasonRefreshRequested, actionRequestRefresh)
+	key := namespace + "/" + name
+	if at, ok := r.recentRefresh(key); ok {
+		return at, nil
+	}
+	v, err, _ := r.refreshes.Do(key, func() (any, error) {
+		if at, ok := r.recentRefresh(key); ok {
+			return at, nil
+		}
+		at, err := r.request(ctx, namespace, name, requester, "", "refresh", convoyv1alpha1.AnnotationRefreshRequestedAt, ReasonRefreshRequested, actionRequestRefresh)
+		if err == nil {
+			r.keepRefresh(key, at)
+		}
+		return at, err
 	})
 	at, _ := v.(metav1.MicroTime)
 	return at, err
+}
+
+// recentRefresh is the time of the refresh request of key recorded within
+// RefreshJoin.
+func (r *Requester) recentRefresh(key string) (metav1.MicroTime, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.recorded[key]
+	return at, ok && r.clock.Since(at.Time) < RefreshJoin
+}
+
+// keepRefresh keeps the time of the refresh request of key. The requests
+// older than RefreshJoin are dropped each time the map doubles: it holds
+// about the Releases refreshed within the last RefreshJoin, at a constant
+// cost per request.
+func (r *Requester) keepRefresh(key string, at metav1.MicroTime) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.recorded == nil {
+		r.recorded = map[string]metav1.MicroTime{}
+	}
+	r.recorded[key] = at
+	if len(r.recorded) <= r.pruneAt {
+		return
+	}
+	for k, t := range r.recorded {
+		if r.clock.Since(t.Time) >= RefreshJoin {
+			delete(r.recorded, k)
+		}
+	}
+	r.pruneAt = 2*len(r.recorded) + 64
 }
 
 func (r *Requester) request(ctx context.Context, namespace, name, requester, why, what, annotation, reason, action string) (metav1.MicroTime, error) {

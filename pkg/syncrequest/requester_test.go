@@ -2,6 +2,7 @@ package syncrequest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -69,4 +72,55 @@ func TestRequestNoteIsTruncated(t *testing.T) {
 	assert.LessOrEqual(t, len(note), 1024)
 	assert.True(t, utf8.ValidString(note))
 	assert.Contains(t, note, "truncated]")
+}
+
+// Refresh requests of a Release within RefreshJoin of the one recorded
+// join it: one patch and one Event, the same time; later, and for another
+// Release, a new one.
+func TestRefreshJoinsWithinASecond(t *testing.T) {
+	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
+	client := fake.NewClientset(
+		&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}},
+		&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: "shop"}})
+	patches := map[string]int{}
+	client.PrependReactor("patch", "releases", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patches[a.(clienttesting.PatchAction).GetName()]++
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakePassiveClock(now)
+	recorder := events.NewFakeRecorder(1000)
+	r := NewRequester(client.ConvoyV1alpha1(), recorder, clk)
+	ctx := context.Background()
+
+	first, err := r.Refresh(ctx, "shop", "web", "alice")
+	require.NoError(t, err)
+	for range 50 {
+		clk.SetTime(clk.Now().Add(10 * time.Millisecond))
+		at, err := r.Refresh(ctx, "shop", "web", "bob")
+		require.NoError(t, err)
+		if clk.Since(first.Time) < RefreshJoin {
+			assert.True(t, first.Equal(&at), "joined: %s", at)
+		}
+	}
+	assert.Equal(t, 1, patches["web"], "one patch within the second")
+	assert.Len(t, recorder.Events, 1, "one Event, naming alice")
+
+	clk.SetTime(first.Add(RefreshJoin))
+	later, err := r.Refresh(ctx, "shop", "web", "bob")
+	require.NoError(t, err)
+	assert.True(t, later.After(first.Time))
+	assert.Equal(t, 2, patches["web"], "a second later: a new request")
+	_, err = r.Refresh(ctx, "shop", "api", "bob")
+	require.NoError(t, err)
+	assert.Equal(t, 1, patches["api"], "another Release is not joined")
+
+	// The memory holds only the last second's requests.
+	for i := range 500 {
+		clk.SetTime(clk.Now().Add(10 * time.Millisecond))
+		name := fmt.Sprintf("r%d", i)
+		require.NoError(t, client.Tracker().Add(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop"}}))
+		_, err := r.Refresh(ctx, "shop", name, "bob")
+		require.NoError(t, err)
+	}
+	assert.LessOrEqual(t, len(r.recorded), 2*100+64, "about the requests of the last second")
 }

@@ -188,3 +188,65 @@ func TestRefresh(t *testing.T) {
 	require.Zero(t, get.code, "%s", get)
 	assert.Contains(t, get.stdout, "(commit "+third+")")
 }
+
+// A refresh annotation of any value, written by anyone who may update the
+// Release, is handled and recorded in a form the CRD accepts: 65 bytes
+// that are no time, and a time far in the future, are requests of the
+// moment the drift loop sees them. Neither keeps the loop from its
+// verdicts and sync requests (a kubectl scale behind convoy's back is
+// still found and asked to be healed), and the plugin's --wait waits for
+// its own request after a far-future one.
+func TestRefreshOfAnyValue(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
+	standIn := newStandIn(t)
+	standIn.apply(ns, "web")
+	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+	release := func() *convoyv1alpha1.Release {
+		r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		return r
+	}
+
+	for i, value := range []string{strings.Repeat("x", 65), "9999-12-31T00:00:00Z"} {
+		before := time.Now().UTC().Add(-time.Second)
+		mustKubectl(t, "", "", "annotate", "--overwrite", "release.convoy.kumodo.io/web", "-n", ns, convoyv1alpha1.AnnotationRefreshRequestedAt+"="+value)
+		var handled string
+		eventually(t, fmt.Sprintf("the refresh %.20s... handled", value), func(ctx context.Context) error {
+			r := release()
+			handled = r.Status.LastHandledRefreshAt
+			at, err := time.Parse(time.RFC3339Nano, handled)
+			if err != nil || at.Before(before) {
+				return fmt.Errorf("lastHandledRefreshAt %q", handled)
+			}
+			return nil
+		})
+		assert.LessOrEqual(t, len(handled), 64)
+		at, _ := time.Parse(time.RFC3339Nano, handled)
+		assert.WithinDuration(t, time.Now(), at, time.Minute, "the moment it was seen, not the value")
+
+		// The loop goes on: drift found, a sync requested (the stand-in
+		// syncs).
+		synced := release().Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
+		mustKubectl(t, "", "", "scale", "deployment", "web", "-n", ns, fmt.Sprintf("--replicas=%d", 4+i))
+		eventually(t, "a sync request after the scale", func(ctx context.Context) error {
+			if release().Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] == synced {
+				return fmt.Errorf("no new sync request")
+			}
+			return nil
+		})
+		waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
+		standIn.apply(ns, "web")
+		waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+		assert.Equal(t, value, release().Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt], "the annotation is the user's")
+		assert.Equal(t, handled, release().Status.LastHandledRefreshAt, "handled once, not at every pass")
+	}
+
+	// After the far-future value, the plugin waits for its own request.
+	res := kubectlConvoy(t, "", "release", "refresh", "web", "-n", ns, "--wait", "--timeout=2m")
+	require.Zero(t, res.code, "%s", res)
+	r := release()
+	assert.Equal(t, r.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt], r.Status.LastHandledRefreshAt, "its own request handled")
+	assert.Contains(t, res.stdout, "handled: "+r.Status.LastHandledRefreshAt)
+}

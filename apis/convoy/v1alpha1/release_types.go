@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -13,6 +15,13 @@ const (
 	ConditionHealthy = "Healthy"
 )
 
+// RefreshSkew is how far ahead of the drift loop's clock the time of a
+// refresh request may be and still be taken as it is (the replica that
+// recorded it may run a little ahead): a time further ahead, or a value
+// that is not an RFC 3339 time, is a request of the moment the drift loop
+// sees it, and status.lastHandledRefreshAt records that moment.
+const RefreshSkew = 60 * time.Second
+
 // Annotations and labels shared with convoy's controller.
 const (
 	// AnnotationSyncRequestedAt holds the RFC 3339 time of the last sync request.
@@ -20,12 +29,19 @@ const (
 	// AnnotationRefreshRequestedAt holds the RFC 3339 time of the last
 	// refresh request: the drift loop resolves the Release's source again
 	// then, whatever --source-resolve-max-age, and records the value it
-	// handled in status.lastHandledRefreshAt.
+	// handled in status.lastHandledRefreshAt (see RefreshSkew).
 	AnnotationRefreshRequestedAt = "convoy.kumodo.io/refresh-requested-at"
 	// LabelRelease names the Release a render Secret belongs to.
 	LabelRelease = "convoy.kumodo.io/release"
 	// LabelRenderRef holds the renderRef of a render Secret.
 	LabelRenderRef = "convoy.kumodo.io/render-ref"
+	// AnnotationResolvedSource holds, on a render Secret, the revision of
+	// the source it was rendered from: the JSON of a resolvedSource
+	// (subresources.convoy.kumodo.io: kind, url, and the digest or commit),
+	// without its verified signature. A Release that asks for signatures
+	// uses a stored render only when it names a revision of its source
+	// that verifies now (docs/users/verification.md).
+	AnnotationResolvedSource = "convoy.kumodo.io/resolved-source"
 	// LabelDefaultRuleSet marks the default GlobalHealthRuleSets.
 	LabelDefaultRuleSet = "convoy.kumodo.io/default"
 )

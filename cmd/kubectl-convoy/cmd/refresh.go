@@ -64,7 +64,7 @@ releases in convoy.kumodo.io for --wait).`,
 			if refresh.RequestedAt == nil {
 				return &ExitError{Code: exitWaitError, Err: errors.New("the answer holds no requestedAt to wait for")}
 			}
-			code, err := o.waitRefreshed(cmd, name, refresh.RequestedAt.UTC().Format(metav1.RFC3339Micro), timeout)
+			code, err := o.waitRefreshed(cmd, name, refresh.RequestedAt.Time, time.Now(), timeout)
 			if err != nil || code != exitReached {
 				return &ExitError{Code: code, Err: err}
 			}
@@ -82,14 +82,12 @@ func printRefresh(w io.Writer, s *subresourcesv1alpha1.ReleaseRefresh, namespace
 	return printRequest(w, "refresh", s.ObjectMeta, s.RequestedAt, namespace, name)
 }
 
-// waitRefreshed polls the Release until status.lastHandledRefreshAt is
-// requestedAt (or a later request's), then prints what it resolved to.
-func (o *Options) waitRefreshed(cmd *cobra.Command, name, requestedAt string, timeout time.Duration) (int, error) {
+// waitRefreshed polls the Release until status.lastHandledRefreshAt shows
+// that the request recorded at requestedAt (the server's time, answered at
+// answered by this machine's clock) was handled (see refreshHandled), then
+// prints what it resolved to.
+func (o *Options) waitRefreshed(cmd *cobra.Command, name string, requestedAt, answered time.Time, timeout time.Duration) (int, error) {
 	releases, namespace, err := o.releaseResource(false)
-	if err != nil {
-		return exitWaitError, err
-	}
-	want, err := time.Parse(time.RFC3339Nano, requestedAt)
 	if err != nil {
 		return exitWaitError, err
 	}
@@ -110,8 +108,8 @@ func (o *Options) waitRefreshed(cmd *cobra.Command, name, requestedAt string, ti
 			return false, err
 		}
 		last = &r
-		handled, err := time.Parse(time.RFC3339Nano, r.Status.LastHandledRefreshAt)
-		return err == nil && !handled.Before(want), nil
+		// The server's clock now, as far as this one can tell.
+		return refreshHandled(r.Status.LastHandledRefreshAt, requestedAt, requestedAt.Add(time.Since(answered))), nil
 	}
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -133,6 +131,21 @@ func (o *Options) waitRefreshed(cmd *cobra.Command, name, requestedAt string, ti
 		fmt.Fprintf(o.Streams.Out, "InSync: %s (%s): %s\n", c.Status, c.Reason, c.Message)
 	}
 	return exitReached, nil
+}
+
+// refreshHandled says whether handled, status.lastHandledRefreshAt, shows
+// that the refresh request recorded at requested was handled: it is that
+// request's own value, or the time of a later request that a pass handled
+// after it. A time further ahead of serverNow than RefreshSkew was not
+// written by a pass that saw this request (an earlier version of the
+// observer copied any annotation there, 9999-12-31 included): it is no
+// answer.
+func refreshHandled(handled string, requested, serverNow time.Time) bool {
+	if handled == requested.UTC().Format(metav1.RFC3339Micro) {
+		return true
+	}
+	t, err := time.Parse(time.RFC3339Nano, handled)
+	return err == nil && !t.Before(requested) && !t.After(serverNow.Add(convoyv1alpha1.RefreshSkew))
 }
 
 func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
