@@ -472,7 +472,8 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 
 // startStandIn runs the stand-in of convoy's controller on the control
 // plane until ctx is done, logging to dir/logs/standin.log; its end is sent
-// to done. It acts as each Release's identity, as the controller does.
+// to done. It acts as each Release's identity, as the controller does, and
+// writes render Secrets as itself (the admin).
 func startStandIn(ctx context.Context, cp *controlplane.ControlPlane, dir string, done chan<- error) error {
 	logFile, err := os.Create(filepath.Join(dir, "logs", "standin.log"))
 	if err != nil {
@@ -487,8 +488,12 @@ func startStandIn(ctx context.Context, cp *controlplane.ControlPlane, dir string
 	if err != nil {
 		return err
 	}
+	kube, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
 	controller := &standin.Controller{
-		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{},
+		Applier: &standin.Applier{Convoy: convoy, Clients: standin.AsIdentity(targets), Clock: clock.RealClock{}, Renders: kube,
 			// The example registry runs on loopback.
 			Engine: render.NewEngine(source.NewFetcher(source.Options{
 				Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}), nil, render.Limits{})},

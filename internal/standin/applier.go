@@ -47,7 +47,7 @@ const (
 
 // Clients are the clients a Release is applied with.
 type Clients struct {
-	// Home reads the Release's inputs and writes its render store.
+	// Home reads the Release's inputs.
 	Home kubernetes.Interface
 	// Dynamic and Mapper apply its objects to the target cluster.
 	Dynamic dynamic.Interface
@@ -78,6 +78,11 @@ type Applier struct {
 	// Engine renders, fetches sources and stores renders; required (the
 	// caller builds it, with the address policy its sources need).
 	Engine *render.Engine
+	// Renders writes the render store with the controller's own identity,
+	// never a Release's: the admission policy
+	// artifacts/admission/protect-render-store.yaml lets only the
+	// controller write render Secrets, so that no tenant can plant one.
+	Renders kubernetes.Interface
 }
 
 // Render renders the Release afresh with its clients.
@@ -89,13 +94,10 @@ func (a *Applier) Render(ctx context.Context, release *convoyv1alpha1.Release) (
 	return a.Engine.Renderer(source.ClientInputs{Client: c.Home}, render.MapperScoper{Mapper: c.Mapper}).Render(ctx, release)
 }
 
-// Store keeps r in the render store of the Release.
+// Store keeps r in the render store of the Release, as the controller
+// (Renders).
 func (a *Applier) Store(ctx context.Context, release *convoyv1alpha1.Release, r *render.Render) error {
-	c, err := a.Clients(ctx, release)
-	if err != nil {
-		return err
-	}
-	return a.Engine.Store(c.Home).Put(ctx, release, r)
+	return a.Engine.Store(a.Renders).Put(ctx, release, r)
 }
 
 // ApplyObjects server-side applies objs with the field manager convoy and

@@ -1,8 +1,11 @@
 // Package desired picks the desired render of a Release, in the order
 // docs/users/drift.md gives: the pinned render if it is stored, else the
 // last healthy render of a RolledBack Release if it is stored, else a fresh
-// render. /preview,
-// /diff and the drift loop share it, so they always look at the same render.
+// render. /preview, /diff and the drift loop share it, so they always look
+// at the same render. Where the Release asks for signatures, a stored
+// render is used only when the revision its Secret names verifies now, as a
+// fresh render's source must: an unverified artifact reaches no compare on
+// any path.
 package desired
 
 import (
@@ -12,12 +15,20 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 )
 
 // Renderer makes a fresh render of a Release.
 type Renderer interface {
 	Render(ctx context.Context, release *convoyv1alpha1.Release) (*render.Render, error)
+}
+
+// Verifier verifies that a revision of a Release's source, which a stored
+// render names, verifies now under the Release's policy; nil, nil when the
+// Release asks for no signature (*render.Renderer).
+type Verifier interface {
+	VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error)
 }
 
 // Store reads stored renders; a render that is not stored gives an error
@@ -36,34 +47,41 @@ type Result struct {
 type Resolver struct {
 	renderer Renderer
 	store    Store
+	verifier Verifier
 }
 
-// NewResolver returns a Resolver.
-func NewResolver(renderer Renderer, store Store) *Resolver {
-	return &Resolver{renderer: renderer, store: store}
+// NewResolver returns a Resolver whose stored renders pass verifier.
+func NewResolver(renderer Renderer, store Store, verifier Verifier) *Resolver {
+	return &Resolver{renderer: renderer, store: store, verifier: verifier}
 }
 
 // Resolve returns the desired render of release. With ref set it returns that
 // stored render (source Stored) and an error wrapping render.ErrNotStored when
 // it is not stored. A fresh render that fails returns the *render.Error.
 // Reading the store fails only on a real error: a pinned or last healthy
-// render that is not stored falls through to the next choice.
+// render that is not stored falls through to the next choice. A stored
+// render the Verifier refuses is that refusal (SignatureUnverified): it
+// does not fall through to a fresh render, which is not what the Release
+// asked for.
 func (r *Resolver) Resolve(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*Result, error) {
 	if ref != "" {
 		stored, err := r.store.Get(ctx, release.Namespace, release.Name, ref)
+		if err == nil {
+			err = r.verify(ctx, release, subresourcesv1alpha1.RenderSourceStored, stored)
+		}
 		if err != nil {
 			return nil, err
 		}
 		return &Result{Source: subresourcesv1alpha1.RenderSourceStored, Render: stored}, nil
 	}
 	if pin := release.Spec.Pin; pin != nil && pin.RenderRef != "" {
-		if stored, err := r.stored(ctx, release, pin.RenderRef); err != nil || stored != nil {
+		if stored, err := r.stored(ctx, release, subresourcesv1alpha1.RenderSourcePinned, pin.RenderRef); err != nil || stored != nil {
 			return resultOf(subresourcesv1alpha1.RenderSourcePinned, stored, err)
 		}
 	}
 	if rollout, healthy := release.Status.Rollout, release.Status.LastHealthy; rollout != nil &&
 		rollout.Phase == convoyv1alpha1.RolloutRolledBack && healthy != nil && healthy.RenderRef != "" {
-		if stored, err := r.stored(ctx, release, healthy.RenderRef); err != nil || stored != nil {
+		if stored, err := r.stored(ctx, release, subresourcesv1alpha1.RenderSourceLastHealthy, healthy.RenderRef); err != nil || stored != nil {
 			return resultOf(subresourcesv1alpha1.RenderSourceLastHealthy, stored, err)
 		}
 	}
@@ -74,13 +92,45 @@ func (r *Resolver) Resolve(ctx context.Context, release *convoyv1alpha1.Release,
 	return &Result{Source: subresourcesv1alpha1.RenderSourceFresh, Render: fresh}, nil
 }
 
-// stored returns the stored render ref, nil when it is not stored.
-func (r *Resolver) stored(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*render.Render, error) {
+// stored returns the stored render ref, verified, nil when it is not
+// stored.
+func (r *Resolver) stored(ctx context.Context, release *convoyv1alpha1.Release, source subresourcesv1alpha1.RenderSource, ref string) (*render.Render, error) {
 	stored, err := r.store.Get(ctx, release.Namespace, release.Name, ref)
 	if errors.Is(err, render.ErrNotStored) {
 		return nil, nil
 	}
-	return stored, err
+	if err == nil {
+		err = r.verify(ctx, release, source, stored)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return stored, nil
+}
+
+// sourceWords names the stored renders in messages.
+var sourceWords = map[subresourcesv1alpha1.RenderSource]string{
+	subresourcesv1alpha1.RenderSourcePinned:      "pinned",
+	subresourcesv1alpha1.RenderSourceLastHealthy: "last healthy",
+	subresourcesv1alpha1.RenderSourceStored:      "stored",
+}
+
+// verify checks stored, the render source names, with the Verifier, and
+// records the signature it was verified with. A refusal names the render.
+func (r *Resolver) verify(ctx context.Context, release *convoyv1alpha1.Release, source subresourcesv1alpha1.RenderSource, stored *render.Render) error {
+	sig, err := r.verifier.VerifyRevision(ctx, release, stored.Resolved)
+	if f, ok := failure.As(err); ok {
+		return failure.Quiet(f.Reason, f, "the %s render %s: %s", sourceWords[source], stored.Ref, f.Message)
+	}
+	if err != nil {
+		return err
+	}
+	if sig != nil {
+		resolved := *stored.Resolved
+		resolved.Verified = sig
+		stored.Resolved = &resolved
+	}
+	return nil
 }
 
 func resultOf(source subresourcesv1alpha1.RenderSource, stored *render.Render, err error) (*Result, error) {

@@ -45,6 +45,22 @@ func (f fakeRenderer) Render(context.Context, *convoyv1alpha1.Release) (*render.
 	return &render.Render{Ref: freshRef}, nil
 }
 
+// fakeVerifier verifies the revision sha256:good for the Releases that ask
+// for signatures.
+type fakeVerifier struct{}
+
+var errUnverified = failure.New("SignatureUnverified", nil, "no signature")
+
+func (fakeVerifier) VerifyRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+	switch {
+	case release.Spec.Source.OCIRepository == nil || release.Spec.Source.OCIRepository.Verify == nil:
+		return nil, nil
+	case resolved == nil || resolved.Digest != "sha256:good":
+		return nil, errUnverified
+	}
+	return &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}, nil
+}
+
 func TestResolve(t *testing.T) {
 	both := map[string]*render.Render{pinnedRef: {Ref: pinnedRef}, healthyRef: {Ref: healthyRef}}
 	pinned := func(r *convoyv1alpha1.Release) { r.Spec.Pin = &convoyv1alpha1.Pin{RenderRef: pinnedRef} }
@@ -52,6 +68,14 @@ func TestResolve(t *testing.T) {
 		r.Status.Rollout = &convoyv1alpha1.RolloutStatus{Phase: convoyv1alpha1.RolloutRolledBack}
 		r.Status.LastHealthy = &convoyv1alpha1.RenderRecord{RenderRef: healthyRef}
 	}
+	verified := func(r *convoyv1alpha1.Release) {
+		r.Spec.Source.OCIRepository = &convoyv1alpha1.OCIRepositorySource{URL: "oci://r.example/web", Tag: "v1",
+			Verify: &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "keys"}}}
+	}
+	good := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Digest: "sha256:good"}
+	bad := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Digest: "sha256:bad"}
+	signed := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good}, healthyRef: {Ref: healthyRef, Resolved: good}}
+	planted := map[string]*render.Render{pinnedRef: {Ref: pinnedRef}, healthyRef: {Ref: healthyRef, Resolved: bad}}
 	renderFailed := &failure.Error{Reason: "SourceNotFound", Message: "source ConfigMap x/y not found"}
 	storeDown := errors.New("connection refused")
 
@@ -65,6 +89,7 @@ func TestResolve(t *testing.T) {
 		wantSource subresourcesv1alpha1.RenderSource
 		wantRef    string
 		wantErr    error
+		wantSigned bool
 	}{
 		{name: "fresh", stored: both, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
 		{name: "pinned and stored", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: both,
@@ -86,6 +111,18 @@ func TestResolve(t *testing.T) {
 		{name: "asked for a missing render", ref: "4444444444444444", stored: both, wantErr: render.ErrNotStored},
 		{name: "render fails", renderErr: renderFailed, wantErr: renderFailed},
 		{name: "store fails on a pinned release", mutate: []func(*convoyv1alpha1.Release){pinned}, storeErr: storeDown, wantErr: storeDown},
+		// A Release that asks for signatures: a stored render only with a
+		// revision that verifies; a refusal does not fall through.
+		{name: "verified: pinned, its revision signed", mutate: []func(*convoyv1alpha1.Release){verified, pinned}, stored: signed,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef, wantSigned: true},
+		{name: "verified: pinned, naming no revision", mutate: []func(*convoyv1alpha1.Release){verified, pinned}, stored: planted, wantErr: errUnverified},
+		{name: "verified: rolled back, its revision unsigned", mutate: []func(*convoyv1alpha1.Release){verified, rolledBack}, stored: planted, wantErr: errUnverified},
+		{name: "verified: asked for a stored render, unsigned", mutate: []func(*convoyv1alpha1.Release){verified}, ref: healthyRef, stored: planted, wantErr: errUnverified},
+		{name: "verified: asked for a stored render, signed", mutate: []func(*convoyv1alpha1.Release){verified}, ref: healthyRef, stored: signed,
+			wantSource: subresourcesv1alpha1.RenderSourceStored, wantRef: healthyRef, wantSigned: true},
+		{name: "verified: fresh", mutate: []func(*convoyv1alpha1.Release){verified}, stored: planted, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		{name: "unverified Release: a render naming no revision is used", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: planted,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -94,15 +131,24 @@ func TestResolve(t *testing.T) {
 			for _, m := range tc.mutate {
 				m(release)
 			}
-			r := NewResolver(fakeRenderer{err: tc.renderErr}, fakeStore{renders: tc.stored, err: tc.storeErr})
+			r := NewResolver(fakeRenderer{err: tc.renderErr}, fakeStore{renders: tc.stored, err: tc.storeErr}, fakeVerifier{})
 			got, err := r.Resolve(context.Background(), release, tc.ref)
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
+				if f, ok := failure.As(err); ok && tc.wantErr == errUnverified {
+					assert.Regexp(t, `^the (pinned|last healthy|stored) render [0-9]{16}: no signature$`, f.Message, "names the render")
+					assert.Equal(t, "SignatureUnverified", f.Reason)
+				}
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantSource, got.Source)
 			assert.Equal(t, tc.wantRef, got.Ref)
+			if tc.wantSigned {
+				require.NotNil(t, got.Resolved)
+				require.NotNil(t, got.Resolved.Verified, "the signature it was verified with")
+				assert.Nil(t, good.Verified, "the revision the store read is not changed")
+			}
 		})
 	}
 }

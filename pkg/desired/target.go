@@ -10,13 +10,15 @@ import (
 // with engine (its chart runner and limits), reads the Release's inputs and
 // its render store on the cluster convoy-apiserver runs in as the Release's
 // identity (access.Home), and scopes the namespaces of a fresh render with
-// the REST mapper of its target cluster. With a cache (may be nil), a fresh
+// the REST mapper of its target cluster, and verifies the source of its
+// stored renders as the Release's identity. With a cache (may be nil), a fresh
 // render whose inputs did not change is reused. Building one costs no
 // request.
 func For(engine *render.Engine, cache *RenderCache, access *cluster.Access) *Resolver {
-	var renderer Renderer = engine.Renderer(source.ClientInputs{Client: access.Home}, render.MapperScoper{Mapper: access.Target.Mapper})
+	fresh := engine.Renderer(source.ClientInputs{Client: access.Home}, render.MapperScoper{Mapper: access.Target.Mapper})
+	var renderer Renderer = fresh
 	if cache != nil {
 		renderer = cache.Renderer(renderer, access)
 	}
-	return NewResolver(renderer, engine.Store(access.Home))
+	return NewResolver(renderer, engine.Store(access.Home), fresh)
 }

@@ -31,9 +31,10 @@ type Render struct {
 	Objects []*unstructured.Unstructured
 	// Size is the length of that JSON, in bytes.
 	Size int
-	// Resolved is the artifact (or Git commit) a fresh render of an OCI,
-	// Helm or Git repository source was made from; nil for a ConfigMap and
-	// a stored render.
+	// Resolved is the artifact (or Git commit) a render of an OCI, Helm or
+	// Git repository source was made from; nil for a ConfigMap. For a
+	// stored render it is what its Secret names (nil: nothing), verified
+	// only where the Release asks for signatures (pkg/desired).
 	Resolved *subresourcesv1alpha1.ResolvedSource
 }
 
@@ -99,6 +100,14 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 // on beside its spec and inputs.
 func (r *Renderer) ResolveSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error) {
 	return r.engine.sources.Resolve(ctx, release, r.inputs)
+}
+
+// VerifyRevision verifies that resolved, the revision of its source a
+// stored render of release names, verifies now under the Release's policy
+// (source.Fetcher.VerifyRevision); nil, nil for a Release that asks for no
+// signature.
+func (r *Renderer) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+	return r.engine.sources.VerifyRevision(ctx, release, r.inputs, resolved)
 }
 
 func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release, src *source.Source) ([]*unstructured.Unstructured, *failure.Error) {

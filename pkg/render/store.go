@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
@@ -51,7 +53,9 @@ type Store struct {
 	limits Limits
 }
 
-// Get reads render ref of the Release namespace/release. A render that is not
+// Get reads render ref of the Release namespace/release, with the revision
+// of the source its Secret names (Render.Resolved; nil when it names
+// none): what the Secret says, which Get does not verify. A render that is not
 // stored gives an error wrapping ErrNotStored. Any other failure is a
 // *failure.Error: a Secret that may not be read, InputForbidden; that could
 // not be read, InputUnavailable; that inflates past the limit,
@@ -86,15 +90,56 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	if r.Ref != ref {
 		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s holds render %s, not %s", secret.Describe(), r.Ref, ref)
 	}
+	if v, ok := got.Annotations[convoyv1alpha1.AnnotationResolvedSource]; ok {
+		// What the Secret says; desired verifies it where the Release asks.
+		if r.Resolved, err = decodeResolved(v); err != nil {
+			return nil, failure.New(ReasonStoredRenderInvalid, err, "%s: annotation %s", secret.Describe(), convoyv1alpha1.AnnotationResolvedSource)
+		}
+	}
 	return r, nil
 }
 
-// Put stores r for the Release, owned by it. Storing a render that is already
-// stored changes nothing: equal renders have equal refs.
+// encodeResolved is the annotation AnnotationResolvedSource of a render
+// made from r: its revision, without the signature it was verified with
+// (a stored render is verified again when it is used).
+func encodeResolved(r *subresourcesv1alpha1.ResolvedSource) (string, error) {
+	revision := *r
+	revision.Verified = nil
+	raw, err := json.Marshal(&revision)
+	return string(raw), err
+}
+
+// decodeResolved reads the annotation AnnotationResolvedSource: a
+// resolvedSource with a kind and a url.
+func decodeResolved(v string) (*subresourcesv1alpha1.ResolvedSource, error) {
+	var r subresourcesv1alpha1.ResolvedSource
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("not a resolvedSource: %w", err)
+	}
+	if r.Kind == "" || r.URL == "" || r.Verified != nil {
+		return nil, errors.New("a resolvedSource names a kind and a url, and no signature")
+	}
+	return &r, nil
+}
+
+// Put stores r for the Release, owned by it, with the revision of the
+// source it was rendered from (r.Resolved, for an OCI, Helm or Git source)
+// in the annotation AnnotationResolvedSource. Storing a render that is
+// already stored changes nothing: equal renders have equal refs.
 func (s *Store) Put(ctx context.Context, release *convoyv1alpha1.Release, r *Render) error {
 	data, err := encode(r.Objects)
 	if err != nil {
 		return fmt.Errorf("encoding render %s: %w", r.Ref, err)
+	}
+	var annotations map[string]string
+	if r.Resolved != nil {
+		v, err := encodeResolved(r.Resolved)
+		if err != nil {
+			return fmt.Errorf("encoding the source of render %s: %w", r.Ref, err)
+		}
+		annotations = map[string]string{convoyv1alpha1.AnnotationResolvedSource: v}
 	}
 	if len(data) > MaxStoredSize {
 		return fmt.Errorf("render %s of release %s/%s is %d bytes compressed, over the %d bytes a Secret holds: %w",
@@ -108,6 +153,7 @@ func (s *Store) Put(ctx context.Context, release *convoyv1alpha1.Release, r *Ren
 				convoyv1alpha1.LabelRelease:   release.Name,
 				convoyv1alpha1.LabelRenderRef: r.Ref,
 			},
+			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: convoyv1alpha1.SchemeGroupVersion.String(),
 				Kind:       "Release",

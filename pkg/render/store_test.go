@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 )
 
 func storedConfigMap(name string, data map[string]any) *unstructured.Unstructured {
@@ -37,6 +38,8 @@ func TestStoreRoundTrip(t *testing.T) {
 		storedConfigMap("a", map[string]any{"big": "9007199254740993"}),
 	})
 	require.NoError(t, err)
+	r.Resolved = &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Tag: "v1", Digest: "sha256:" + strings.Repeat("a", 64),
+		Verified: &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}}
 
 	require.NoError(t, store.Put(context.Background(), release, r))
 	require.NoError(t, store.Put(context.Background(), release, r), "storing the same render twice is fine")
@@ -50,11 +53,23 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Equal(t, "Release", secret.OwnerReferences[0].Kind)
 	assert.Equal(t, release.UID, secret.OwnerReferences[0].UID)
 	assert.Equal(t, []byte{0x1f, 0x8b}, secret.Data[SecretKey][:2], "gzip")
+	assert.JSONEq(t, `{"kind":"OCIRepository","url":"oci://r.example/web","tag":"v1","digest":"sha256:`+strings.Repeat("a", 64)+`"}`,
+		secret.Annotations[convoyv1alpha1.AnnotationResolvedSource], "the revision it was made from, not its signature")
 
 	got, err := store.Get(context.Background(), "shop", "web", r.Ref)
 	require.NoError(t, err)
 	assert.Equal(t, r.Ref, got.Ref)
 	assert.Equal(t, r.Objects, got.Objects, "integers stay int64 through the store")
+	assert.Equal(t, &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Tag: "v1", Digest: "sha256:" + strings.Repeat("a", 64)},
+		got.Resolved, "what the Secret says, unverified")
+
+	// A render of a ConfigMap source names no revision.
+	plain, err := New([]*unstructured.Unstructured{storedConfigMap("c", nil)})
+	require.NoError(t, err)
+	require.NoError(t, store.Put(context.Background(), release, plain))
+	got, err = store.Get(context.Background(), "shop", "web", plain.Ref)
+	require.NoError(t, err)
+	assert.Nil(t, got.Resolved)
 }
 
 func TestStoreGetErrors(t *testing.T) {
@@ -63,6 +78,8 @@ func TestStoreGetErrors(t *testing.T) {
 	other, err := New([]*unstructured.Unstructured{storedConfigMap("b", nil)})
 	require.NoError(t, err)
 	good, err := encode(other.Objects)
+	require.NoError(t, err)
+	mine, err := encode(r.Objects)
 	require.NoError(t, err)
 
 	cases := []struct {
@@ -76,6 +93,14 @@ func TestStoreGetErrors(t *testing.T) {
 		{name: "no render key", secret: &corev1.Secret{Type: SecretType}, wantErr: `no "render" key`},
 		{name: "not gzip", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: []byte("[]")}}, wantErr: "not gzip"},
 		{name: "content of another render", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: good}}, wantErr: "holds render " + other.Ref},
+		{name: "a source revision that is no JSON", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: "oci://x@sha256:1"}}}, wantErr: "not a resolvedSource"},
+		{name: "a source revision with a signature", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: `{"kind":"OCIRepository","url":"oci://x","verified":{"provider":"cosign"}}`}}},
+			wantErr: "no signature"},
+		{name: "a source revision with unknown fields", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: `{"kind":"OCIRepository","url":"oci://x","trusted":true}`}}},
+			wantErr: "unknown field"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

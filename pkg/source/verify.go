@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/component-base/metrics"
@@ -25,9 +26,12 @@ var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies: with keys, none by a key of its Secret " +
 		"(no signature, another key, a signature of another digest, too many signatures, no public key in the Secret); keyless, none by a certificate of the trust root " +
 		"and of an expected identity (another issuer or subject, a certificate of another root, no log entry or timestamp the root requires, no usable trust root): " +
-		"nothing of the artifact was rendered, compared or shown",
+		"nothing of the artifact was rendered, compared or shown. Also a stored render (pinned, last healthy, ?render=) whose Secret names no revision of the " +
+		"Release's source (annotation convoy.kumodo.io/resolved-source), one of another repository, or a digest that does not verify now: none of its objects is compared",
 	Action: "sign the digest the message names with one of the keys (cosign sign --key) or in the CI whose identity matchOIDCIdentity expects, " +
-		"or trust the signer: add its public key (a key ending in .pub) to the Secret, or its issuer and subject to matchOIDCIdentity",
+		"or trust the signer: add its public key (a key ending in .pub) to the Secret, or its issuer and subject to matchOIDCIdentity; " +
+		"for a stored render, pin a render convoy's controller stored from a signed digest (a Secret planted by anyone else is refused by " +
+		"artifacts/admission/protect-render-store.yaml), or remove the pin",
 })
 
 // TrustRootKey is the key of a trustedRootSecretRef Secret.
@@ -79,6 +83,57 @@ func countTrustRootFetch(err error) {
 var cosignKinds = map[cosign.Kind]bool{
 	cosign.KindNoSignature: true, cosign.KindWrongKey: true, cosign.KindOtherDigest: true, cosign.KindTooMany: true, cosign.KindInvalid: true,
 	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true,
+}
+
+// Verifies reports whether release asks for signatures of its source
+// (spec.source.ociRepository.verify): then neither a fresh render nor a
+// stored one reaches a compare unless what it was made from verifies.
+func Verifies(release *convoyv1alpha1.Release) bool {
+	oci := release.Spec.Source.OCIRepository
+	return oci != nil && oci.Verify != nil
+}
+
+// VerifyRevision verifies that resolved, the revision of its source a
+// stored render of release names (render.Store.Get), is a revision of the
+// Release's source as it is now that verifies now under its policy, as a
+// fresh render's must: the same repository, and a digest signed as verify
+// asks (the verdict cache serves it as it serves fresh renders). A stored
+// render that names no revision, or one of another source, is
+// SignatureUnverified: nothing of it is compared. A Release that asks for
+// no signature gives nil, nil. The revision is what the render's Secret
+// says: that it is what the render was made from rests on who may write
+// render Secrets (artifacts/admission/protect-render-store.yaml).
+func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+	if !Verifies(release) {
+		return nil, nil
+	}
+	src := release.Spec.Source.OCIRepository
+	switch {
+	case resolved == nil:
+		return nil, countRefusal(failure.New(ReasonSignatureUnverified, nil, "%s asks for signatures, and the stored render names no revision of its source "+
+			"(the annotation %s of its Secret): it cannot be verified", src.URL, convoyv1alpha1.AnnotationResolvedSource))
+	case resolved.Kind != KindOCIRepository || resolved.URL != src.URL:
+		return nil, countRefusal(failure.New(ReasonSignatureUnverified, nil, "the stored render was made from %s %s, not from the Release's source %s: "+
+			"it cannot be verified under the Release's verify", resolved.Kind, resolved.URL, src.URL))
+	}
+	digest, err := v1.NewHash(resolved.Digest)
+	if err != nil || digest.Algorithm != "sha256" {
+		return nil, countRefusal(failure.New(ReasonSignatureUnverified, nil, "the stored render names %s@%q, not a sha256 digest: it cannot be verified", src.URL, resolved.Digest))
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
+	defer cancel()
+	byDigest := *src
+	byDigest.Tag, byDigest.Digest = "", digest.String()
+	r, err := f.resolveOCI(ctx, release.Namespace, &byDigest, inputs)
+	if err != nil {
+		return nil, countRefusal(f.timedOut(ctx, err))
+	}
+	where := src.URL + "@" + digest.String() + " (a stored render's source)"
+	sig, err := f.verifyOCI(ctx, release.Namespace, src, inputs, r, r.repo.Digest(digest.String()), where)
+	if err != nil {
+		return nil, countRefusal(f.timedOut(ctx, err))
+	}
+	return sig, nil
 }
 
 // verifyOCI verifies the signatures of the artifact ref, which resolveOCI

@@ -14,10 +14,12 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/cosigner"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cosign"
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 func verified(url, tag, secret string) *convoyv1alpha1.Release {
@@ -266,4 +268,64 @@ func TestPublicTrustRootThroughAddressPolicy(t *testing.T) {
 	assert.Contains(t, ferr.Message, "the public Sigstore trust root could not be fetched")
 	assert.Contains(t, ferr.Message, "169.254.169.254")
 	t.Log(ferr.Message)
+}
+
+// A stored render of a Release that asks for signatures is verified by the
+// revision its Secret names: a signed digest of the Release's own
+// repository verifies (the verdict shared with fresh renders); no
+// revision, another repository, an unsigned digest or no digest at all is
+// SignatureUnverified. A Release that asks for none is not checked.
+func TestVerifyRevision(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t, ociregistry.Options{})
+	signed, err := reg.PushChart(ctx, "charts/web", "signed", chartTGZ, []byte(`{"name":"web","version":"1.0.0"}`))
+	require.NoError(t, err)
+	unsigned, err := reg.PushChart(ctx, "charts/web", "unsigned", []byte("another chart"), []byte(`{"name":"web","version":"2.0.0"}`))
+	require.NoError(t, err)
+	key, pub, err := cosigner.GenerateKey()
+	require.NoError(t, err)
+	ref, err := reg.Digest("charts/web", signed)
+	require.NoError(t, err)
+	require.NoError(t, cosigner.SignReferrer(ctx, ref, key, reg.ClientOptions(ctx)...))
+	inputs := inputsOf(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "keys"}, Data: map[string][]byte{"ci.pub": pub}})
+	f, _ := newFetcher(t)
+	release := verified(reg.URL("charts/web"), "unsigned", "keys") // the tag it follows now does not matter
+	revision := func(url, digest string) *subresourcesv1alpha1.ResolvedSource {
+		return &subresourcesv1alpha1.ResolvedSource{Kind: KindOCIRepository, URL: url, Tag: "signed", Digest: digest}
+	}
+
+	sig, err := f.VerifyRevision(ctx, release, inputs, revision(reg.URL("charts/web"), signed))
+	require.NoError(t, err)
+	require.NotNil(t, sig)
+	assert.Equal(t, "ci.pub", sig.Key)
+	reg.Requests()
+	_, err = f.VerifyRevision(ctx, release, inputs, revision(reg.URL("charts/web"), signed))
+	require.NoError(t, err)
+	assert.Empty(t, reg.Requests(), "the verdict is kept")
+
+	for _, tc := range []struct {
+		name     string
+		resolved *subresourcesv1alpha1.ResolvedSource
+		says     string
+	}{
+		{"no revision", nil, "names no revision"},
+		{"another repository", revision(reg.URL("charts/other"), signed), "not from the Release's source"},
+		{"a Git commit", &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: reg.URL("charts/web"), Commit: strings.Repeat("a", 40)}, "not from the Release's source"},
+		{"unsigned", revision(reg.URL("charts/web"), unsigned), "no signature"},
+		{"no digest", revision(reg.URL("charts/web"), ""), "not a sha256 digest"},
+		{"a digest of another algorithm", revision(reg.URL("charts/web"), "sha512:"+strings.Repeat("a", 128)), "not a sha256 digest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.VerifyRevision(ctx, release, inputs, tc.resolved)
+			ferr, ok := failure.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, ReasonSignatureUnverified, ferr.Reason)
+			assert.Contains(t, ferr.Message, tc.says)
+		})
+	}
+
+	plain := ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "unsigned"})
+	sig, err = f.VerifyRevision(ctx, plain, inputs, nil)
+	require.NoError(t, err)
+	assert.Nil(t, sig, "no signature asked, none checked")
 }

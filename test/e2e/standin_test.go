@@ -53,6 +53,7 @@ func newStandInOn(t *testing.T, target *rest.Config) *controllerStandIn {
 		Convoy:  convoyClient(t),
 		Clients: func(context.Context, *convoyv1alpha1.Release) (*standin.Clients, error) { return clients, nil },
 		Clock:   clock.RealClock{},
+		Renders: kube,
 		// The registries and repositories of the tests run on loopback.
 		// No cache: a tag moved since the last apply is applied.
 		Engine: render.NewEngine(source.NewFetcher(source.Options{

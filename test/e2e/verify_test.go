@@ -4,16 +4,18 @@ import (
 	"context"
 	"crypto"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/cosigner"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -142,41 +144,6 @@ func assertUnverified(t *testing.T, ns, name string, inMessage ...string) {
 	assert.NotContains(t, r.stdout, "-cm", "no object of the artifact in the answer")
 }
 
-// The admission policy of artifacts/admission refuses, in a namespace
-// labelled convoy.kumodo.io/require-signatures=true, a Release whose OCI
-// source does not ask for a signature; other namespaces and other kinds of
-// source are left alone.
-func TestRequireSignedSourcesPolicy(t *testing.T) {
-	policy := filepath.Join(env.root, "artifacts/admission/require-signed-sources.yaml")
-	mustKubectl(t, "", "", "apply", "-f", policy)
-	t.Cleanup(func() { kubectl(t, "", "", "delete", "-f", policy) })
-	required, free := newNamespace(t), newNamespace(t)
-	mustKubectl(t, "", "", "label", "namespace", required, "convoy.kumodo.io/require-signatures=true")
-	release := func(ns, name, source string) string {
-		return fmt.Sprintf("apiVersion: convoy.kumodo.io/v1alpha1\nkind: Release\nmetadata: {name: %s, namespace: %s}\nspec:\n  source: %s\n", name, ns, source)
-	}
-	unsigned := `{ociRepository: {url: "oci://registry.example.test/apps/web", tag: v1}}`
-	verified := `{ociRepository: {url: "oci://registry.example.test/apps/web", tag: v1, verify: {provider: cosign, secretRef: {name: ci-keys}}}}`
-	eventually(t, "the policy refuses an unverified OCI source", func(context.Context) error {
-		r := kubectl(t, "", release(required, "unsigned", unsigned), "create", "--dry-run=server", "-f", "-")
-		if r.err == nil {
-			return fmt.Errorf("accepted (the binding may not be active yet)")
-		}
-		if !strings.Contains(r.stderr, "spec.source.ociRepository.verify must be set") {
-			return fmt.Errorf("refused for another reason: %s", r.stderr)
-		}
-		return nil
-	})
-	for _, tc := range []struct{ ns, name, source string }{
-		{required, "verified", verified},
-		{required, "configmap", `{configMap: {name: m}}`},
-		{free, "unsigned", unsigned},
-	} {
-		r := kubectl(t, "", release(tc.ns, tc.name, tc.source), "create", "--dry-run=server", "-f", "-")
-		assert.NoError(t, r.err, "%s/%s: %s", tc.ns, tc.name, r.stderr)
-	}
-}
-
 const (
 	ciIssuer  = "https://token.actions.githubusercontent.com"
 	ciSubject = "https://github.com/kumodo/web/.github/workflows/release.yaml@refs/tags/v1"
@@ -253,4 +220,102 @@ func TestKeylessVerifiedSources(t *testing.T) {
 
 	newSourceRelease(t, ns, "no-root", ociSource(reg.URL("keyless/referrer"), "v1", ""), withKeyless("absent", issuer, subject))
 	assertUnverified(t, ns, "no-root", "verify.trustedRootSecretRef Secret "+ns+"/absent not found")
+}
+
+// The attack of a tenant who may create Secrets on a Release that asks for
+// signatures: plant a render of its own objects in the render store
+// (its ref is only a hash of its content) and pin the Release to it, or
+// ask /diff?render= for it. Without any admission policy, a planted render
+// names no revision of the source, or an unsigned one: SignatureUnverified,
+// and none of its objects reaches /diff, /preview or the drift loop, which
+// requests no sync toward it. A render the controller stored (it names the
+// signed digest it was made from) pins as before. A planted render that
+// names the signed digest is refused at admission
+// (artifacts/admission/protect-render-store.yaml).
+func TestPlantedRenderOfAVerifiedRelease(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	standIn := newStandIn(t)
+	reg := startTestRegistry(t, ociregistry.Options{})
+	ci, ciPub, err := cosigner.GenerateKey()
+	require.NoError(t, err)
+	keysSecret(t, ns, "ci-keys", map[string][]byte{"ci.pub": ciPub})
+	signed := signedBundle(t, reg, "apps/web", "v1", "blue")
+	require.NoError(t, signReferrer(ctx, reg, "apps/web", signed, ci))
+	unsigned := signedBundle(t, reg, "apps/web", "v2", "red")
+	newSourceRelease(t, ns, "web", ociSource(reg.URL("apps/web"), "v1", ""), withVerify("ci-keys"), automatic)
+	standIn.apply(ns, "web")
+	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
+	release := func() *convoyv1alpha1.Release { return standIn.release(ns, "web") }
+	pin := func(ref string) {
+		mustKubectl(t, "", "", "patch", "release.convoy.kumodo.io/web", "-n", ns, "--type=merge", "-p", `{"spec":{"pin":{"renderRef":"`+ref+`"}}}`)
+	}
+
+	// The controller's render pins: verified by the digest it names.
+	applied := release().Status.LastApplied.RenderRef
+	pin(applied)
+	eventually(t, "the pinned render compared", func(context.Context) error {
+		if d := getDiff(t, ns, "web", ""); d.RenderSource != subresourcesv1alpha1.RenderSourcePinned || d.Result != subresourcesv1alpha1.DiffInSync {
+			return fmt.Errorf("%s %s: %s", d.RenderSource, d.Result, d.Message)
+		}
+		return nil
+	})
+	d := getDiff(t, ns, "web", "")
+	require.NotNil(t, d.ResolvedSource)
+	assert.Equal(t, signed, d.ResolvedSource.Digest)
+	require.NotNil(t, d.ResolvedSource.Verified, "verified again, by the digest its Secret names")
+	assert.Equal(t, "ci.pub", d.ResolvedSource.Verified.Key)
+
+	evil := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: planted, namespace: " + ns + "}\ndata: {evil: \"true\"}\n"
+	for _, tc := range []struct{ name, resolved, says string }{
+		{"naming no revision", "", "names no revision"},
+		{"naming an unsigned digest", fmt.Sprintf(`{"kind":"OCIRepository","url":%q,"digest":%q}`, reg.URL("apps/web"), unsigned), "no signature"},
+		{"naming another repository", fmt.Sprintf(`{"kind":"OCIRepository","url":%q,"digest":%q}`, reg.URL("apps/other"), signed), "not from the Release's source"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			secret, ref := renderSecret(t, ns, "web", tc.resolved, evil, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: apps-web-cm, namespace: %s}\ndata: {case: %q}\n", ns, tc.name))
+			_, err := kubeClient(t).CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
+			require.NoError(t, err, "no admission policy here")
+
+			stored := getDiff(t, ns, "web", "?render="+ref)
+			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, stored.Result)
+			assert.Equal(t, source.ReasonSignatureUnverified, stored.Reason)
+			assert.Contains(t, stored.Message, tc.says)
+			assert.Empty(t, stored.Objects)
+
+			synced := release().Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
+			pin(ref)
+			eventually(t, "InSync Unknown for the pinned render "+ref, func(context.Context) error {
+				c := inSyncOf(t, ns, "web")
+				if c == nil || c.Status != metav1.ConditionUnknown || !strings.Contains(c.Message, ref) {
+					return fmt.Errorf("InSync %+v", c)
+				}
+				return nil
+			})
+			cond := inSyncOf(t, ns, "web")
+			assert.Contains(t, cond.Message, source.ReasonSignatureUnverified+": ")
+			assert.Contains(t, cond.Message, tc.says)
+			d := getDiff(t, ns, "web", "")
+			assert.Equal(t, source.ReasonSignatureUnverified, d.Reason)
+			assert.Empty(t, d.Objects, "no planted object is compared")
+			r := kubectl(t, "", "", "get", "--raw", previewPath(ns, "web"))
+			require.Error(t, r.err, "preview of a planted render: %s", r.stdout)
+			assert.NotContains(t, r.stdout, "planted")
+			assert.Equal(t, synced, release().Annotations[convoyv1alpha1.AnnotationSyncRequestedAt], "no sync toward the planted render")
+			_, err = kubeClient(t).CoreV1().ConfigMaps(ns).Get(ctx, "planted", metav1.GetOptions{})
+			assert.True(t, apierrors.IsNotFound(err), "nothing planted was applied: %v", err)
+		})
+	}
+
+	// Naming the signed digest, the Secret would pass as the controller's:
+	// only the controller may write render Secrets.
+	tenant := "planter-" + ns
+	grant(t, ns, tenant, rbacPolicy("", "secrets", "create", "get"))
+	forged, _ := renderSecret(t, ns, "web", fmt.Sprintf(`{"kind":"OCIRepository","url":%q,"digest":%q}`, reg.URL("apps/web"), signed), evil)
+	forgedYAML, err := yaml.Marshal(forged)
+	require.NoError(t, err)
+	applyPolicy(t, "protect-render-store.yaml", func(s string) string {
+		return strings.Replace(s, "system:serviceaccount:convoy-system:convoy-controller", "admin", 1)
+	}, func() kubectlResult { return kubectl(t, user(t, tenant), string(forgedYAML), "create", "-f", "-") },
+		"only convoy's controller may write render Secrets")
 }
