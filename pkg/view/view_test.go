@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -246,6 +248,31 @@ func TestLinksCarryThePrefix(t *testing.T) {
 			assert.Contains(t, body, `<a class="brand" href="/s/t0ken/">`)
 		})
 	}
+}
+
+// The page that opens the view: 0600 in a directory of its own, 0700; it
+// sends the browser on to the URL, and goes with its directory.
+func TestWriteOpener(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	u := "http://127.0.0.1:8765/s/t0ken/namespaces/a/releases/b"
+	path, remove, err := WriteOpener(u)
+	require.NoError(t, err)
+	assert.Equal(t, OpenerName, filepath.Base(path))
+	assert.Equal(t, os.Getenv("TMPDIR"), filepath.Dir(filepath.Dir(path)))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	di, err := os.Stat(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
+	page, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `<meta http-equiv="refresh" content="0;url=`+u+`">`)
+	assert.Contains(t, string(page), `<a href="`+u+`">`)
+	assert.Contains(t, string(page), `<meta name="referrer" content="no-referrer">`)
+	require.NoError(t, remove())
+	_, err = os.Stat(filepath.Dir(path))
+	assert.True(t, os.IsNotExist(err), "the directory is gone: %v", err)
 }
 
 // Everything from the cluster is escaped on every page: no markup of it

@@ -103,8 +103,11 @@ type viewProcess struct {
 	addr  string // host:port
 	token string
 	base  string // http://addr/s/TOKEN, the prefix of every page
-	cmd   *exec.Cmd
-	done  chan error
+	// openLog is the command lines of the fake xdg-open, one argument a
+	// line (startViewOpening).
+	openLog string
+	cmd     *exec.Cmd
+	done    chan error
 }
 
 // viewURL is the URL that `kubectl convoy view` prints: the token is the
@@ -116,23 +119,47 @@ var viewURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+/s/([A-Za-z0-9_-]{43})/
 // printed its URL; it is stopped with Ctrl-C (SIGINT) at the test's end.
 func startView(t *testing.T, kubeconfig string, args ...string) *viewProcess {
 	t.Helper()
+	return runView(t, kubeconfig, false, args...)
+}
+
+// startViewOpening is startView with a display and without --no-open: the
+// view opens a browser with xdg-open, a fake one first on PATH that logs its
+// arguments to openLog.
+func startViewOpening(t *testing.T, kubeconfig string, args ...string) *viewProcess {
+	t.Helper()
+	return runView(t, kubeconfig, true, args...)
+}
+
+func runView(t *testing.T, kubeconfig string, open bool, args ...string) *viewProcess {
+	t.Helper()
 	dir := buildPlugin(t)
 	if kubeconfig == "" {
 		kubeconfig = env.cp.AdminKubeconfig()
 	}
-	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), append([]string{"convoy", "view", "--no-open"}, args...)...)
+	p := &viewProcess{done: make(chan error, 1)}
+	path, display := dir+string(os.PathListSeparator)+os.Getenv("PATH"), ""
+	if open {
+		bin := t.TempDir()
+		p.openLog = filepath.Join(bin, "xdg-open.log")
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" >> '"+p.openLog+"'\n"), 0o755))
+		path, display = bin+string(os.PathListSeparator)+path, ":convoy-test"
+	} else {
+		args = append([]string{"--no-open"}, args...)
+	}
+	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), append([]string{"convoy", "view"}, args...)...)
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+kubeconfig,
 		"KUBECACHEDIR="+filepath.Join(t.TempDir(), "cache"),
-		"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"DISPLAY=", "WAYLAND_DISPLAY=",
+		"PATH="+path,
+		"DISPLAY="+display, "WAYLAND_DISPLAY=",
+		"TMPDIR="+t.TempDir(),
 	)
+	p.cmd = cmd
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	p := &viewProcess{cmd: cmd, done: make(chan error, 1)}
 	found := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
