@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,11 +114,7 @@ func run() error {
 		return err
 	}
 	defer stop()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		return err
-	}
-	client := &http.Client{Jar: jar, Timeout: time.Minute}
+	client := &http.Client{Timeout: time.Minute}
 	page := func() error {
 		res, err := client.Get(pageURL)
 		if err != nil {
@@ -235,7 +230,7 @@ func startView(ctx context.Context, kubectl string, env []string) (string, func(
 	stop := func() { _ = c.Process.Kill(); _ = c.Wait() }
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\S*\?token=\S+`).FindString(sc.Text()); u != "" {
+		if u := regexp.MustCompile(`http://127\.0\.0\.1:\d+/s/[A-Za-z0-9_-]+/\S*`).FindString(sc.Text()); u != "" {
 			go func() { _, _ = io.Copy(io.Discard, out) }()
 			return u, stop, nil
 		}

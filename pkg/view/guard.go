@@ -1,11 +1,11 @@
 package view
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -17,9 +17,9 @@ import (
 // script, and no other site may frame them.
 const ContentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
-// tokenParam is the query parameter that carries the token once, in the URL
-// the command prints.
-const tokenParam = "token"
+// secretDir is the first segment of every path of the view: the token is the
+// second.
+const secretDir = "/s/"
 
 // NewToken returns a random token of 256 bits, URL-safe.
 func NewToken() (string, error) {
@@ -34,12 +34,15 @@ func NewToken() (string, error) {
 // the address the view printed:
 //   - the Host header must be Addr exactly, so that a page of another site
 //     whose name resolves to 127.0.0.1 (DNS rebinding) is refused;
-//   - the token comes once as ?token= (it is then set as an HttpOnly,
-//     SameSite=Strict cookie and the browser sent on without it, so that it
-//     stays out of history and Referer headers), then as that cookie;
+//   - every path starts with /s/TOKEN/ (compared in constant time): the
+//     token is a capability of the path, not a cookie, which the browser
+//     would send to every other server of 127.0.0.1 (cookies are per host,
+//     not per port). The Guard strips the prefix and tells Next, whose
+//     links carry it (BasePath);
 //   - only GET and HEAD: nothing the view serves changes anything.
 //
-// Every answer, refusals included, carries the security headers.
+// Every answer, refusals included, carries the security headers; none sets
+// a cookie.
 type Guard struct {
 	// Addr is the host:port the view listens on and printed.
 	Addr  string
@@ -47,20 +50,14 @@ type Guard struct {
 	Next  http.Handler
 }
 
-// CookieName is the cookie of the token. Browsers keep cookies per host,
-// not per port: the port in the name keeps two views apart.
-func (g *Guard) CookieName() string {
-	_, port, err := net.SplitHostPort(g.Addr)
-	if err != nil {
-		port = "0"
-	}
-	return "convoy-view-" + port
+// URL is the address to open: path (of the view, "/..."), under the
+// token's prefix.
+func (g *Guard) URL(path string) string {
+	return (&url.URL{Scheme: "http", Host: g.Addr, Path: g.base() + path}).String()
 }
 
-// URL is the address to open: the view's root with the token.
-func (g *Guard) URL(path string) string {
-	return (&url.URL{Scheme: "http", Host: g.Addr, Path: path, RawQuery: url.Values{tokenParam: {g.Token}}.Encode()}).String()
-}
+// base is the prefix of every path of the view.
+func (g *Guard) base() string { return secretDir + g.Token }
 
 func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -79,28 +76,57 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: the view only reads", http.StatusMethodNotAllowed)
 		return
 	}
-	query := r.URL.Query()
-	if token, ok := query[tokenParam]; ok {
-		if len(token) != 1 || !g.valid(token[0]) {
-			http.Error(w, "forbidden: wrong token; open the URL that kubectl convoy view printed", http.StatusForbidden)
-			return
-		}
-		http.SetCookie(w, &http.Cookie{Name: g.CookieName(), Value: g.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		query.Del(tokenParam)
-		// The same page without the token; a path of "//host" would leave
-		// the view.
-		to := url.URL{Path: path.Clean("/" + strings.TrimLeft(r.URL.Path, "/")), RawQuery: query.Encode()}
-		http.Redirect(w, r, to.String(), http.StatusSeeOther)
-		return
-	}
-	c, err := r.Cookie(g.CookieName())
-	if err != nil || !g.valid(c.Value) {
+	// The escaped path, as ServeMux matches it: an escaped "/" in a name
+	// stays one segment.
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), secretDir)
+	if !ok {
 		http.Error(w, "forbidden: no token; open the URL that kubectl convoy view printed", http.StatusForbidden)
 		return
 	}
-	g.Next.ServeHTTP(w, r)
+	token, sub, slash := strings.Cut(rest, "/")
+	if !g.valid(token) {
+		http.Error(w, "forbidden: wrong token; open the URL that kubectl convoy view printed", http.StatusForbidden)
+		return
+	}
+	sub = "/" + sub
+	// The canonical path, redirected to here and not by ServeMux, which
+	// knows no prefix: every Location stays under it.
+	if clean := cleanPath(sub); !slash || clean != sub {
+		to := url.URL{Path: g.base() + clean, RawQuery: r.URL.RawQuery}
+		http.Redirect(w, r, to.String(), http.StatusSeeOther)
+		return
+	}
+	unescaped, err := url.PathUnescape(sub)
+	if err != nil {
+		http.Error(w, "bad request: the path is not escaped right", http.StatusBadRequest)
+		return
+	}
+	r2 := r.WithContext(context.WithValue(r.Context(), baseKey{}, g.base()))
+	u := *r.URL
+	u.Path, u.RawPath = unescaped, sub
+	r2.URL = &u
+	g.Next.ServeHTTP(w, r2)
 }
 
 func (g *Guard) valid(token string) bool {
 	return g.Token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(g.Token)) == 1
+}
+
+// cleanPath is path.Clean keeping a trailing slash, as ServeMux cleans.
+func cleanPath(p string) string {
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean
+}
+
+// baseKey is the context key of the prefix the Guard stripped.
+type baseKey struct{}
+
+// BasePath is the prefix the Guard stripped from r's path ("/s/TOKEN"),
+// which every link of a page must carry; without a Guard, "".
+func BasePath(r *http.Request) string {
+	base, _ := r.Context().Value(baseKey{}).(string)
+	return base
 }

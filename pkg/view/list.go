@@ -34,7 +34,7 @@ var sortKeys = []struct{ key, label string }{
 
 // listPage is the list of Releases.
 type listPage struct {
-	Title         string
+	layout
 	Namespace     string // empty: every namespace
 	AllNamespaces bool
 	Query         string
@@ -74,8 +74,9 @@ type conditionCell struct {
 	Status, Reason, Class string
 }
 
-func newListPage(releases []convoyv1alpha1.Release, namespace string, query url.Values, now time.Time) *listPage {
+func newListPage(base string, releases []convoyv1alpha1.Release, namespace string, query url.Values, now time.Time) *listPage {
 	p := &listPage{
+		layout:        layout{Base: base},
 		Namespace:     namespace,
 		AllNamespaces: namespace == "",
 		Query:         strings.TrimSpace(query.Get("q")),
@@ -93,7 +94,7 @@ func newListPage(releases []convoyv1alpha1.Release, namespace string, query url.
 	needle := strings.ToLower(p.Query)
 	p.Rows = make([]listRow, 0, len(releases))
 	for i := range releases {
-		row := newListRow(&releases[i], now)
+		row := newListRow(base, &releases[i], now)
 		if needle != "" && !strings.Contains(row.search, needle) {
 			continue
 		}
@@ -198,13 +199,13 @@ func statusRank(s string) int {
 	return 2
 }
 
-func newListRow(r *convoyv1alpha1.Release, now time.Time) listRow {
+func newListRow(base string, r *convoyv1alpha1.Release, now time.Time) listRow {
 	inSync := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync)
 	healthy := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionHealthy)
 	row := listRow{
 		Namespace: r.Namespace,
 		Name:      r.Name,
-		Link:      ReleasePath(r.Namespace, r.Name),
+		Link:      base + ReleasePath(r.Namespace, r.Name),
 		InSync:    newConditionCell(inSync, r.Generation),
 		Healthy:   newConditionCell(healthy, r.Generation),
 		Revision:  describe.ShortRevision(r.Status.LastResolved),

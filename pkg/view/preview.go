@@ -14,6 +14,7 @@ import (
 // previewPage is a Release's /preview: its desired objects as YAML, as the
 // API sent them (the values of Secrets already redacted by it).
 type previewPage struct {
+	layout
 	Namespace, Name, ReleaseLink string
 	Render                       string
 	Resolved                     string
@@ -24,8 +25,11 @@ type previewObject struct {
 	Object, YAML string
 }
 
-func newPreviewPage(namespace, name string, p *subresourcesv1alpha1.ReleasePreview) (*previewPage, error) {
-	page := &previewPage{Namespace: namespace, Name: name, ReleaseLink: ReleasePath(namespace, name), Render: p.RenderRef}
+func newPreviewPage(base, namespace, name string, p *subresourcesv1alpha1.ReleasePreview) (*previewPage, error) {
+	page := &previewPage{
+		layout:    layout{Title: "Preview of " + namespace + "/" + name, Base: base},
+		Namespace: namespace, Name: name, ReleaseLink: base + ReleasePath(namespace, name), Render: p.RenderRef,
+	}
 	if p.RenderSource != "" {
 		page.Render += " (" + string(p.RenderSource) + ")"
 	}

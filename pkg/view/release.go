@@ -58,6 +58,7 @@ type field struct {
 
 // releasePage is one Release.
 type releasePage struct {
+	layout
 	Namespace, Name, ListLink, PreviewLink string
 	Summary                                []field
 	Labels, Annotations                    []field
@@ -141,13 +142,14 @@ type healthRow struct {
 	Assessed                      string
 }
 
-func newReleasePage(r *convoyv1alpha1.Release, diff *subresourcesv1alpha1.ReleaseDiff, diffErr error,
+func newReleasePage(base string, r *convoyv1alpha1.Release, diff *subresourcesv1alpha1.ReleaseDiff, diffErr error,
 	health *subresourcesv1alpha1.ReleaseHealth, healthErr error, now time.Time) *releasePage {
 	p := &releasePage{
+		layout:      layout{Title: r.Namespace + "/" + r.Name, Base: base},
 		Namespace:   r.Namespace,
 		Name:        r.Name,
-		ListLink:    "/namespaces/" + r.Namespace + "/releases",
-		PreviewLink: ReleasePath(r.Namespace, r.Name) + "/preview",
+		ListLink:    base + "/namespaces/" + r.Namespace + "/releases",
+		PreviewLink: base + ReleasePath(r.Namespace, r.Name) + "/preview",
 	}
 	policy := "manual"
 	if r.Spec.SyncPolicy.Automatic != nil {

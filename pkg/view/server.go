@@ -3,7 +3,8 @@
 // each changed field, its contested fields, what the next sync would prune,
 // each object's health and its render history, and its preview. It reads
 // through a Reader, with the access of whoever runs it, and changes
-// nothing. Guard keeps it to the holder of the token, on its own address.
+// nothing. Guard keeps it to the holder of the token, on its own address,
+// under the token's prefix, which every link carries.
 package view
 
 import (
@@ -48,7 +49,8 @@ type Options struct {
 // Handler serves the pages: "/" (the list of Options' scope),
 // /namespaces/NS/releases, /namespaces/NS/releases/NAME and
 // /namespaces/NS/releases/NAME/preview, and the embedded assets under
-// /static/. Put it behind a Guard.
+// /static/. Put it behind a Guard: its links carry the Guard's prefix
+// (BasePath).
 type Handler struct {
 	reader Reader
 	opts   Options
@@ -68,15 +70,19 @@ func NewHandler(reader Reader, opts Options) *Handler {
 	h.mux.HandleFunc("GET /namespaces/{namespace}/releases", h.list)
 	h.mux.HandleFunc("GET /namespaces/{namespace}/releases/{name}", h.release)
 	h.mux.HandleFunc("GET /namespaces/{namespace}/releases/{name}/preview", h.preview)
-	h.mux.Handle("GET /static/", http.FileServerFS(assets))
-	// Browsers ask for /favicon.ico whatever the page says: the icon, not
-	// a 404 in the console.
+	// One file, not the tree: ServeMux would redirect /static to /static/,
+	// out of the Guard's prefix, which it does not know.
+	h.mux.Handle("GET /static/{file}", http.FileServerFS(assets))
+	// The icon as favicon.ico too, under the prefix like everything: a
+	// browser that asks for /favicon.ico at the root, whatever the page
+	// says, gets the 403 of a request without the token (Chromium follows
+	// the page's link).
 	h.mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/svg+xml")
 		http.ServeFileFS(w, r, assets, "static/favicon.svg")
 	})
 	h.mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-		h.fail(w, http.StatusNotFound, "Not found", fmt.Errorf("the view has no page %s", r.URL.Path))
+		h.fail(w, r, http.StatusNotFound, "Not found", fmt.Errorf("the view has no page %s", r.URL.Path))
 	})
 	return h
 }
@@ -99,7 +105,7 @@ func (h *Handler) root(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	namespace := r.PathValue("namespace")
 	if err := checkName(namespace); err != nil {
-		h.fail(w, http.StatusBadRequest, "Bad namespace", err)
+		h.fail(w, r, http.StatusBadRequest, "Bad namespace", err)
 		return
 	}
 	h.serveList(w, r, namespace)
@@ -110,11 +116,11 @@ func (h *Handler) serveList(w http.ResponseWriter, r *http.Request, namespace st
 	defer cancel()
 	releases, err := h.reader.ListReleases(ctx, namespace)
 	if err != nil {
-		h.fail(w, statusOf(err), "Could not list the Releases", err)
+		h.fail(w, r, statusOf(err), "Could not list the Releases", err)
 		return
 	}
-	page := newListPage(releases, namespace, r.URL.Query(), h.opts.Now())
-	h.render(w, "list.html", page)
+	page := newListPage(BasePath(r), releases, namespace, r.URL.Query(), h.opts.Now())
+	h.render(w, r, "list.html", page)
 }
 
 func (h *Handler) release(w http.ResponseWriter, r *http.Request) {
@@ -138,10 +144,10 @@ func (h *Handler) release(w http.ResponseWriter, r *http.Request) {
 	go func() { defer wg.Done(); health, healthErr = h.reader.Health(ctx, namespace, name) }()
 	wg.Wait()
 	if releaseErr != nil {
-		h.fail(w, statusOf(releaseErr), "Could not read the Release", releaseErr)
+		h.fail(w, r, statusOf(releaseErr), "Could not read the Release", releaseErr)
 		return
 	}
-	h.render(w, "release.html", newReleasePage(release, diff, diffErr, health, healthErr, h.opts.Now()))
+	h.render(w, r, "release.html", newReleasePage(BasePath(r), release, diff, diffErr, health, healthErr, h.opts.Now()))
 }
 
 func (h *Handler) preview(w http.ResponseWriter, r *http.Request) {
@@ -153,15 +159,15 @@ func (h *Handler) preview(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	p, err := h.reader.Preview(ctx, namespace, name)
 	if err != nil {
-		h.fail(w, statusOf(err), "Could not read the preview", err)
+		h.fail(w, r, statusOf(err), "Could not read the preview", err)
 		return
 	}
-	page, err := newPreviewPage(namespace, name, p)
+	page, err := newPreviewPage(BasePath(r), namespace, name, p)
 	if err != nil {
-		h.fail(w, http.StatusBadGateway, "Could not show the preview", err)
+		h.fail(w, r, http.StatusBadGateway, "Could not show the preview", err)
 		return
 	}
-	h.render(w, "preview.html", page)
+	h.render(w, r, "preview.html", page)
 }
 
 // releaseKey is the namespace and name of the path, checked: a malformed one
@@ -170,7 +176,7 @@ func (h *Handler) releaseKey(w http.ResponseWriter, r *http.Request) (string, st
 	namespace, name := r.PathValue("namespace"), r.PathValue("name")
 	for _, s := range []string{namespace, name} {
 		if err := checkName(s); err != nil {
-			h.fail(w, http.StatusBadRequest, "Bad Release name", err)
+			h.fail(w, r, http.StatusBadRequest, "Bad Release name", err)
 			return "", "", false
 		}
 	}
@@ -202,25 +208,25 @@ func statusOf(err error) int {
 
 // errorPage is the page of a failure.
 type errorPage struct {
-	Title   string
+	layout
 	Message string
 }
 
-func (h *Handler) fail(w http.ResponseWriter, code int, title string, err error) {
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, title string, err error) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	if execErr := templates.ExecuteTemplate(w, "error.html", errorPage{Title: title, Message: err.Error()}); execErr != nil {
+	if execErr := templates.ExecuteTemplate(w, "error.html", errorPage{layout: layout{Title: title, Base: BasePath(r)}, Message: err.Error()}); execErr != nil {
 		klog.ErrorS(execErr, "Writing the error page")
 	}
 }
 
 // render writes the page whole, or a failure: a template error is never
 // half a page.
-func (h *Handler) render(w http.ResponseWriter, name string, data any) {
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, name string, data any) {
 	var buf bytes.Buffer
 	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
 		klog.ErrorS(err, "Rendering a page", "template", name)
-		h.fail(w, http.StatusInternalServerError, "Could not render the page", err)
+		h.fail(w, r, http.StatusInternalServerError, "Could not render the page", err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -138,7 +140,11 @@ func hostileFixture() *fakeReader {
 
 const addr = "127.0.0.1:8765"
 
-// serve runs the guarded view of f and returns a client holding the cookie.
+// base is the prefix of the view's paths with the token "t0ken".
+const base = "/s/t0ken"
+
+// serve runs the guarded view of f and returns a client of its paths, which
+// prefixes them with the token.
 func serve(t *testing.T, f *fakeReader, opts Options) (*Guard, func(path string) (*http.Response, string)) {
 	t.Helper()
 	if opts.Now == nil {
@@ -146,8 +152,7 @@ func serve(t *testing.T, f *fakeReader, opts Options) (*Guard, func(path string)
 	}
 	g := &Guard{Addr: addr, Token: "t0ken", Next: NewHandler(f, opts)}
 	get := func(path string) (*http.Response, string) {
-		req := httptest.NewRequest(http.MethodGet, "http://"+addr+path, nil)
-		req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: "t0ken"})
+		req := httptest.NewRequest(http.MethodGet, "http://"+addr+base+path, nil)
 		w := httptest.NewRecorder()
 		g.ServeHTTP(w, req)
 		body, err := io.ReadAll(w.Result().Body)
@@ -164,57 +169,110 @@ func TestGuard(t *testing.T) {
 		method   string
 		host     string
 		path     string
-		cookie   string
 		want     int
 		location string
+		body     string
 	}{
-		{name: "token in the URL: cookie, then the page without it", method: "GET", host: addr, path: "/namespaces/shop/releases?token=t0ken&sort=name", want: 303, location: "/namespaces/shop/releases?sort=name"},
-		{name: "the token cannot send the browser elsewhere", method: "GET", host: addr, path: "//evil.example/?token=t0ken", want: 303, location: "/evil.example"},
-		{name: "cookie", method: "GET", host: addr, path: "/", cookie: "t0ken", want: 200},
-		{name: "style sheet needs the cookie too", method: "GET", host: addr, path: "/static/view.css", want: 403},
-		{name: "style sheet", method: "GET", host: addr, path: "/static/view.css", cookie: "t0ken", want: 200},
-		{name: "icon", method: "GET", host: addr, path: "/favicon.ico", cookie: "t0ken", want: 200},
-		{name: "no token", method: "GET", host: addr, path: "/", want: 403},
-		{name: "wrong token", method: "GET", host: addr, path: "/?token=nope", want: 403},
-		{name: "wrong cookie", method: "GET", host: addr, path: "/", cookie: "nope", want: 403},
-		{name: "another Host (DNS rebinding)", method: "GET", host: "rebind.example:8765", path: "/?token=t0ken", cookie: "t0ken", want: 403},
-		{name: "localhost is another Host", method: "GET", host: "localhost:8765", path: "/", cookie: "t0ken", want: 403},
-		{name: "POST", method: "POST", host: addr, path: "/", cookie: "t0ken", want: 405},
-		{name: "DELETE", method: "DELETE", host: addr, path: "/namespaces/shop/releases/web", cookie: "t0ken", want: 405},
+		{name: "the list, under the token's prefix", method: "GET", host: addr, path: "/s/t0ken/", want: 200, body: "<h1>Releases in shop</h1>"},
+		{name: "a Release", method: "GET", host: addr, path: "/s/t0ken/namespaces/shop/releases/web", want: 200, body: "<h1>web</h1>"},
+		{name: "HEAD", method: "HEAD", host: addr, path: "/s/t0ken/", want: 200},
+		{name: "the prefix alone: on to its root", method: "GET", host: addr, path: "/s/t0ken?sort=name", want: 303, location: "/s/t0ken/?sort=name"},
+		{name: "a path not clean: the clean one, under the prefix", method: "GET", host: addr, path: "/s/t0ken//evil.example/../static/view.css?x=1", want: 303, location: "/s/t0ken/static/view.css?x=1"},
+		{name: "dot-dot cannot leave the prefix", method: "GET", host: addr, path: "/s/t0ken/../../evil", want: 303, location: "/s/t0ken/evil"},
+		{name: "style sheet", method: "GET", host: addr, path: "/s/t0ken/static/view.css", want: 200},
+		{name: "icon", method: "GET", host: addr, path: "/s/t0ken/static/favicon.svg", want: 200},
+		{name: "favicon.ico", method: "GET", host: addr, path: "/s/t0ken/favicon.ico", want: 200},
+		{name: "the assets' directory is no page (and no redirect out of the prefix)", method: "GET", host: addr, path: "/s/t0ken/static", want: 404},
+		{name: "the assets' directory is not listed", method: "GET", host: addr, path: "/s/t0ken/static/", want: 404},
+		{name: "style sheet without the token", method: "GET", host: addr, path: "/static/view.css", want: 403, body: "forbidden: no token"},
+		{name: "icon without the token", method: "GET", host: addr, path: "/favicon.ico", want: 403, body: "forbidden: no token"},
+		{name: "no token", method: "GET", host: addr, path: "/", want: 403, body: "forbidden: no token; open the URL that kubectl convoy view printed"},
+		{name: "the token as a query parameter is no token", method: "GET", host: addr, path: "/?token=t0ken", want: 403, body: "forbidden: no token"},
+		{name: "the token in another segment", method: "GET", host: addr, path: "/x/s/t0ken/", want: 403, body: "forbidden: no token"},
+		{name: "wrong token", method: "GET", host: addr, path: "/s/nope/", want: 403, body: "forbidden: wrong token; open the URL that kubectl convoy view printed"},
+		{name: "no token in the prefix", method: "GET", host: addr, path: "/s//", want: 403, body: "forbidden: wrong token"},
+		{name: "a part of the token", method: "GET", host: addr, path: "/s/t0ke/", want: 403, body: "forbidden: wrong token"},
+		{name: "the token and more", method: "GET", host: addr, path: "/s/t0ken0/", want: 403, body: "forbidden: wrong token"},
+		{name: "the token escaped is another", method: "GET", host: addr, path: "/s/t0%6Ben/", want: 403, body: "forbidden: wrong token"},
+		{name: "another Host (DNS rebinding)", method: "GET", host: "rebind.example:8765", path: "/s/t0ken/", want: 403, body: "this view answers only as 127.0.0.1:8765"},
+		{name: "localhost is another Host", method: "GET", host: "localhost:8765", path: "/s/t0ken/", want: 403},
+		{name: "POST", method: "POST", host: addr, path: "/s/t0ken/", want: 405},
+		{name: "DELETE", method: "DELETE", host: addr, path: "/s/t0ken/namespaces/shop/releases/web", want: 405},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(tc.method, "http://"+addr+tc.path, nil)
 			req.Host = tc.host
-			if tc.cookie != "" {
-				req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: tc.cookie})
-			}
 			w := httptest.NewRecorder()
 			g.ServeHTTP(w, req)
 			res := w.Result()
-			assert.Equal(t, tc.want, res.StatusCode)
+			assert.Equal(t, tc.want, res.StatusCode, w.Body.String())
 			assert.Equal(t, ContentSecurityPolicy, res.Header.Get("Content-Security-Policy"))
 			assert.Equal(t, "no-referrer", res.Header.Get("Referrer-Policy"))
 			assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+			assert.Equal(t, "DENY", res.Header.Get("X-Frame-Options"))
+			assert.Equal(t, "same-origin", res.Header.Get("Cross-Origin-Resource-Policy"))
 			assert.Equal(t, "no-store", res.Header.Get("Cache-Control"))
-			if tc.location != "" {
-				assert.Equal(t, tc.location, res.Header.Get("Location"))
-				cookies := res.Cookies()
-				require.Len(t, cookies, 1)
-				c := cookies[0]
-				assert.Equal(t, "convoy-view-8765", c.Name)
-				assert.Equal(t, "t0ken", c.Value)
-				assert.True(t, c.HttpOnly)
-				assert.Equal(t, http.SameSiteStrictMode, c.SameSite)
-				assert.Equal(t, "/", c.Path)
-			} else {
-				assert.Empty(t, res.Cookies())
+			assert.Empty(t, res.Header.Values("Set-Cookie"), "no cookie, ever")
+			assert.Equal(t, tc.location, res.Header.Get("Location"))
+			assert.Contains(t, w.Body.String(), tc.body)
+			if tc.want == 403 {
+				assert.NotContains(t, w.Body.String(), "t0ken", "a refusal does not tell the token")
 			}
 		})
 	}
-	assert.Equal(t, "http://127.0.0.1:8765/namespaces/a/releases/b?token=t0ken", g.URL("/namespaces/a/releases/b"))
+	assert.Equal(t, "http://127.0.0.1:8765/s/t0ken/namespaces/a/releases/b", g.URL("/namespaces/a/releases/b"))
+	assert.Equal(t, "http://127.0.0.1:8765/s/t0ken/", g.URL("/"))
 	token, err := NewToken()
 	require.NoError(t, err)
-	assert.Len(t, token, 43)
+	assert.Regexp(t, `^[A-Za-z0-9_-]{43}$`, token, "256 bits, URL-safe: one path segment as it is")
+}
+
+// Every link of every page, the error pages' included, stays in the view
+// under the token's prefix, or is a query of the same page: the pages link
+// nowhere else.
+func TestLinksCarryThePrefix(t *testing.T) {
+	_, get := serve(t, hostileFixture(), Options{Namespace: "shop"})
+	for _, path := range []string{"/", "/namespaces/shop/releases", "/namespaces/shop/releases/web", "/namespaces/shop/releases/web/preview", "/namespaces/shop/releases/nope", "/nope", "/namespaces/Shop/releases"} {
+		t.Run(path, func(t *testing.T) {
+			_, body := get(path)
+			links := regexp.MustCompile(`(?:href|src|action)="([^"]*)"`).FindAllStringSubmatch(body, -1)
+			require.NotEmpty(t, links)
+			for _, l := range links {
+				if l[1] == "" || strings.HasPrefix(l[1], "?") {
+					continue
+				}
+				assert.True(t, strings.HasPrefix(l[1], base+"/"), "%s leaves the prefix", l[1])
+			}
+			assert.Contains(t, body, `<link rel="stylesheet" href="/s/t0ken/static/view.css">`)
+			assert.Contains(t, body, `<link rel="icon" href="/s/t0ken/static/favicon.svg"`)
+			assert.Contains(t, body, `<a class="brand" href="/s/t0ken/">`)
+		})
+	}
+}
+
+// The page that opens the view: 0600 in a directory of its own, 0700; it
+// sends the browser on to the URL, and goes with its directory.
+func TestWriteOpener(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	u := "http://127.0.0.1:8765/s/t0ken/namespaces/a/releases/b"
+	path, remove, err := WriteOpener(u)
+	require.NoError(t, err)
+	assert.Equal(t, OpenerName, filepath.Base(path))
+	assert.Equal(t, os.Getenv("TMPDIR"), filepath.Dir(filepath.Dir(path)))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	di, err := os.Stat(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), di.Mode().Perm())
+	page, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `<meta http-equiv="refresh" content="0;url=`+u+`">`)
+	assert.Contains(t, string(page), `<a href="`+u+`">`)
+	assert.Contains(t, string(page), `<meta name="referrer" content="no-referrer">`)
+	require.NoError(t, remove())
+	_, err = os.Stat(filepath.Dir(path))
+	assert.True(t, os.IsNotExist(err), "the directory is gone: %v", err)
 }
 
 // Everything from the cluster is escaped on every page: no markup of it
@@ -252,7 +310,7 @@ func TestReleasePage(t *testing.T) {
 		`entry &lt;script&gt;`,                      // an object's health message
 		`<code>r-pinned</code>`,                     // the pin
 		`1 objects in sync`,                         // in-sync objects collapse
-		`href="/namespaces/shop/releases/web/preview"`,
+		`href="/s/t0ken/namespaces/shop/releases/web/preview"`,
 	} {
 		assert.Contains(t, body, want)
 	}
@@ -373,8 +431,7 @@ func BenchmarkListPage(b *testing.B) {
 	g := &Guard{Addr: addr, Token: "t0ken", Next: NewHandler(f, Options{Namespace: "shop"})}
 	b.ReportAllocs()
 	for b.Loop() {
-		req := httptest.NewRequest(http.MethodGet, "http://"+addr+"/?sort=-synced", nil)
-		req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: "t0ken"})
+		req := httptest.NewRequest(http.MethodGet, "http://"+addr+base+"/?sort=-synced", nil)
 		w := httptest.NewRecorder()
 		g.ServeHTTP(w, req)
 		if w.Code != 200 {
@@ -406,15 +463,26 @@ func TestLongDiffCollapses(t *testing.T) {
 }
 
 // FuzzRequest: whatever the path and query, the view answers one of its
-// statuses, never panics, and no markup of the request comes back.
+// statuses, never panics, sets no cookie, shows a page only under the
+// token's prefix, redirects only to there, and no markup of the request
+// comes back.
 func FuzzRequest(f *testing.F) {
-	f.Add("/", "sort=-synced&q=web&state=attention")
-	f.Add("/namespaces/shop/releases/web", "")
-	f.Add("/namespaces/shop/releases/web/preview", "token=t0ken")
-	f.Add("/namespaces/<b>/releases", "q=<script>")
-	f.Add("//x/../static/view.css", "sort=%00")
+	f.Add("/s/t0ken/", "sort=-synced&q=web&state=attention")
+	f.Add("/s/t0ken/namespaces/shop/releases/web", "")
+	f.Add("/s/t0ken/namespaces/shop/releases/web/preview", "token=t0ken")
+	f.Add("/s/t0ken/namespaces/<b>/releases", "q=<script>")
+	f.Add("/s/t0ken//x/../static/view.css", "sort=%00")
+	f.Add("/s/t0ken/static/index.html", "")
+	f.Add("/s/t0ken", "")
+	f.Add("/s/t0ke/", "")
+	f.Add("/namespaces/shop/releases/web", "token=t0ken")
+	f.Add("//s/t0ken/", "")
 	fixture := hostileFixture()
 	g := &Guard{Addr: addr, Token: "t0ken", Next: NewHandler(fixture, Options{Namespace: "shop", Now: func() time.Time { return now }})}
+	view, err := url.Parse("http://" + addr + base + "/")
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, path, query string) {
 		u, err := url.Parse("http://" + addr + "/")
 		if err != nil {
@@ -425,19 +493,30 @@ func FuzzRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		req.AddCookie(&http.Cookie{Name: g.CookieName(), Value: "t0ken"})
 		w := httptest.NewRecorder()
 		g.ServeHTTP(w, req)
 		switch w.Code {
-		case 200, 301, 303, 307, 308, 400, 403, 404, 405:
+		case 200, 301, 303, 400, 403, 404:
 		default:
 			t.Fatalf("%s: HTTP %d", u, w.Code)
+		}
+		if w.Code == 200 && !strings.HasPrefix(req.URL.EscapedPath(), base+"/") {
+			t.Fatalf("%s: a page outside the token's prefix", u)
 		}
 		if body := w.Body.String(); strings.Contains(body, "<script") || strings.Contains(body, "<b>") {
 			t.Fatalf("%s: markup of the request in the answer", u)
 		}
-		if loc := w.Header().Get("Location"); strings.HasPrefix(loc, "//") || strings.Contains(loc, "://") {
-			t.Fatalf("%s: redirect out of the view: %s", u, loc)
+		if c := w.Header().Values("Set-Cookie"); len(c) > 0 {
+			t.Fatalf("%s: a cookie: %v", u, c)
+		}
+		if loc := w.Header().Get("Location"); loc != "" {
+			to, err := req.URL.Parse(loc)
+			if err != nil {
+				t.Fatalf("%s: redirect to %q: %v", u, loc, err)
+			}
+			if to.Scheme != view.Scheme || to.Host != view.Host || !strings.HasPrefix(to.EscapedPath(), view.EscapedPath()) {
+				t.Fatalf("%s: redirect out of the view: %s", u, loc)
+			}
 		}
 	})
 }

@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -84,11 +88,46 @@ func (p *pageProblems) listen(ev any) {
 	}
 }
 
-// The view in headless Chromium, as a user opens it: the list, a click into
-// the drifted Release, the changed field and its manager; nothing on the
-// way may log an error or be blocked. The screenshots it takes are
-// docs/users/view.md's (CONVOY_VIEW_SCREENSHOTS=docs/users/img writes them
-// there).
+// recordingServer is an HTTP server of 127.0.0.1 that keeps the URL and
+// headers of every request it gets.
+type recordingServer struct {
+	*httptest.Server
+	mu       sync.Mutex
+	requests []recordedRequest
+}
+
+type recordedRequest struct {
+	uri    string
+	header http.Header
+}
+
+func newRecordingServer(t *testing.T) *recordingServer {
+	t.Helper()
+	s := &recordingServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests = append(s.requests, recordedRequest{uri: r.RequestURI, header: r.Header.Clone()})
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<!DOCTYPE html><html lang="en"><head><title>other</title><link rel="icon" href="data:,"></head><body><p id="other">another server</p></body></html>`)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *recordingServer) all() []recordedRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]recordedRequest(nil), s.requests...)
+}
+
+// The view in headless Chromium, as a user opens it: through the page that
+// kubectl convoy view gives xdg-open (a fake one, which logs its command
+// line: the token is not on it), the list, a click into the drifted Release,
+// the changed field and its manager; nothing on the way may log an error or
+// be blocked. Then another server of 127.0.0.1 receives no cookie and no
+// token from the browser. The screenshots it takes are docs/users/view.md's
+// (CONVOY_VIEW_SCREENSHOTS=docs/users/img writes them there).
 func TestViewBrowser(t *testing.T) {
 	exe := chromium(t)
 	ns := viewFixture(t)
@@ -108,7 +147,26 @@ func TestViewBrowser(t *testing.T) {
 		}
 		return nil
 	})
-	v := startView(t, "", "-n", ns)
+	// Another server of 127.0.0.1, on another port, as a user has them (a
+	// dev server, a notebook): it must never receive the view's token.
+	other := newRecordingServer(t)
+	v := startViewOpening(t, "", "-n", ns)
+
+	// (a) The opener's command line, which every user of the machine may
+	// read in /proc, holds a file, not the token.
+	var opened []string
+	eventually(t, "kubectl convoy view ran xdg-open", func(context.Context) error {
+		log, err := os.ReadFile(v.openLog)
+		if err != nil {
+			return err
+		}
+		opened = strings.Split(strings.TrimSuffix(string(log), "\n"), "\n")
+		return nil
+	})
+	assert.NotContains(t, strings.Join(opened, "\n"), v.token, "the token on the opener's command line")
+	require.Len(t, opened, 2, "the script and one argument: %q", opened)
+	page := opened[1]
+	require.True(t, strings.HasPrefix(page, "file:///") && strings.HasSuffix(page, "/open.html"), "a local file: %s", page)
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe),
@@ -141,11 +199,13 @@ func TestViewBrowser(t *testing.T) {
 		require.NoError(t, err)
 		return v
 	}
+	// The browser opens the file as xdg-open would have it: the file sends
+	// it on to the view.
 	require.NoError(t, chromedp.Do(ctx,
-		chromedp.Navigate(v.url),
+		chromedp.Navigate(page),
 		chromedp.WaitVisible(chromedp.CSS(`table.releases`)),
 	))
-	assert.Equal(t, "http://"+v.addr+"/", must(chromedp.Run(ctx, chromedp.Location())), "the token left the address bar")
+	assert.Equal(t, v.url, must(chromedp.Run(ctx, chromedp.Location())), "the file sent the browser on to the printed URL")
 	listText := must(chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`table.releases`)))).(string)
 	assert.Contains(t, listText, "web")
 	assert.Contains(t, listText, "Drifted")
@@ -168,6 +228,31 @@ func TestViewBrowser(t *testing.T) {
 	bodyText := must(chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(`body`)))).(string)
 	assert.Contains(t, bodyText, hostileText, "shown as the text it is")
 	assert.Contains(t, bodyText, hostileManager)
+
+	// (b) Then the browser visits the other server: it gets no cookie and
+	// no token, in no header and no URL; the browser holds no cookie.
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate(other.URL+"/after-the-view"),
+		chromedp.WaitVisible(chromedp.CSS(`p#other`)),
+	))
+	requests := other.all()
+	require.NotEmpty(t, requests, "the other server was visited")
+	for _, r := range requests {
+		assert.NotContains(t, r.uri, v.token, "the token in a URL of the other server")
+		assert.Empty(t, r.header.Values("Cookie"), "a cookie sent to the other server (%s)", r.uri)
+		for _, referer := range r.header.Values("Referer") {
+			assert.NotContains(t, referer, v.addr, "the view as the Referer of a request to the other server (%s)", r.uri)
+		}
+		for name, values := range r.header {
+			for _, value := range values {
+				assert.NotContains(t, value, v.token, "the token in the header %s of a request to the other server (%s)", name, r.uri)
+			}
+		}
+	}
+	cookies := must(chromedp.Run(ctx, func(ctx context.Context, target *chromedp.Target) (network.GetCookiesResult, error) {
+		return cdp.Call(ctx, target, network.GetCookies, network.GetCookiesParams{URLs: []string{v.url, other.URL + "/"}})
+	})).(network.GetCookiesResult)
+	assert.Empty(t, cookies.Cookies, "the browser holds no cookie of 127.0.0.1")
 
 	assert.Empty(t, problems.all(), "console errors, blocked or failed loads")
 

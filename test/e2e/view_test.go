@@ -99,39 +99,72 @@ spec:
 
 // viewProcess is a running `kubectl convoy view`.
 type viewProcess struct {
-	url  string // as printed, with the token
-	addr string // host:port
-	cmd  *exec.Cmd
-	done chan error
+	url   string // as printed, with the token
+	addr  string // host:port
+	token string
+	base  string // http://addr/s/TOKEN, the prefix of every page
+	// openLog is the command lines of the fake xdg-open, one argument a
+	// line (startViewOpening).
+	openLog string
+	cmd     *exec.Cmd
+	done    chan error
 }
+
+// viewURL is the URL that `kubectl convoy view` prints: the token is the
+// path's second segment.
+var viewURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+/s/([A-Za-z0-9_-]{43})/\S*`)
 
 // startView runs `kubectl convoy view args... --no-open` through the real
 // kubectl as the user of kubeconfig (empty: the admin) and returns once it
 // printed its URL; it is stopped with Ctrl-C (SIGINT) at the test's end.
 func startView(t *testing.T, kubeconfig string, args ...string) *viewProcess {
 	t.Helper()
+	return runView(t, kubeconfig, false, args...)
+}
+
+// startViewOpening is startView with a display and without --no-open: the
+// view opens a browser with xdg-open, a fake one first on PATH that logs its
+// arguments to openLog.
+func startViewOpening(t *testing.T, kubeconfig string, args ...string) *viewProcess {
+	t.Helper()
+	return runView(t, kubeconfig, true, args...)
+}
+
+func runView(t *testing.T, kubeconfig string, open bool, args ...string) *viewProcess {
+	t.Helper()
 	dir := buildPlugin(t)
 	if kubeconfig == "" {
 		kubeconfig = env.cp.AdminKubeconfig()
 	}
-	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), append([]string{"convoy", "view", "--no-open"}, args...)...)
+	p := &viewProcess{done: make(chan error, 1)}
+	path, display := dir+string(os.PathListSeparator)+os.Getenv("PATH"), ""
+	if open {
+		bin := t.TempDir()
+		p.openLog = filepath.Join(bin, "xdg-open.log")
+		require.NoError(t, os.WriteFile(filepath.Join(bin, "xdg-open"), []byte("#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" >> '"+p.openLog+"'\n"), 0o755))
+		path, display = bin+string(os.PathListSeparator)+path, ":convoy-test"
+	} else {
+		args = append([]string{"--no-open"}, args...)
+	}
+	cmd := exec.Command(filepath.Join(env.binDir, "kubectl"), append([]string{"convoy", "view"}, args...)...)
 	cmd.Env = append(os.Environ(),
 		"KUBECONFIG="+kubeconfig,
 		"KUBECACHEDIR="+filepath.Join(t.TempDir(), "cache"),
-		"PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"DISPLAY=", "WAYLAND_DISPLAY=",
+		"PATH="+path,
+		"DISPLAY="+display, "WAYLAND_DISPLAY=",
+		"TMPDIR="+t.TempDir(),
 	)
+	p.cmd = cmd
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
-	p := &viewProcess{cmd: cmd, done: make(chan error, 1)}
-	found := make(chan string, 1)
+	found := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if m := regexp.MustCompile(`http://127\.0\.0\.1:\d+/\S*\?token=\S+`).FindString(sc.Text()); m != "" {
+			if m := viewURL.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m
 			}
 		}
@@ -148,7 +181,8 @@ func startView(t *testing.T, kubeconfig string, args ...string) *viewProcess {
 		}
 	})
 	select {
-	case p.url = <-found:
+	case m := <-found:
+		p.url, p.token = m[0], m[1]
 	case err := <-p.done:
 		require.FailNow(t, "kubectl convoy view ended", "%v: %s", err, stderr.String())
 	case <-time.After(time.Minute):
@@ -157,10 +191,12 @@ func startView(t *testing.T, kubeconfig string, args ...string) *viewProcess {
 	u, err := url.Parse(p.url)
 	require.NoError(t, err)
 	p.addr = u.Host
+	p.base = "http://" + p.addr + "/s/" + p.token
 	return p
 }
 
-// browserless is an HTTP client with a cookie jar, as a browser keeps one.
+// browserless is an HTTP client with a cookie jar, as a browser keeps one:
+// the view must put nothing in it.
 func browserless(t *testing.T) *http.Client {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
@@ -190,20 +226,20 @@ func TestViewPages(t *testing.T) {
 	v := startView(t, "", "-n", ns)
 	c := browserless(t)
 
-	// The printed URL: the token becomes a cookie and leaves the URL.
+	// The printed URL: the list, under the token's prefix; no cookie.
 	res, err := c.Get(v.url)
 	require.NoError(t, err)
 	res.Body.Close()
 	require.Equal(t, 200, res.StatusCode)
-	assert.Equal(t, "/", res.Request.URL.Path)
-	assert.Empty(t, res.Request.URL.RawQuery, "the token is out of the address bar")
+	assert.Equal(t, v.url, res.Request.URL.String(), "no redirect")
 	assert.NotEmpty(t, res.Header.Get("Content-Security-Policy"))
 	assert.Equal(t, "no-referrer", res.Header.Get("Referrer-Policy"))
+	assert.Empty(t, res.Header.Values("Set-Cookie"), "no cookie")
 
-	base := "http://" + v.addr
+	base := v.base
 	code, list := getPage(t, c, base+"/")
 	require.Equal(t, 200, code)
-	assert.Regexp(t, `<a class="release" href="/namespaces/`+ns+`/releases/web">web</a></td><td><span class="badge bad">False</span> <span class="reason">Drifted</span>`, list)
+	assert.Regexp(t, `<a class="release" href="/s/`+v.token+`/namespaces/`+ns+`/releases/web">web</a></td><td><span class="badge bad">False</span> <span class="reason">Drifted</span>`, list)
 	noMarkupOfTheCluster(t, list)
 
 	code, page := getPage(t, c, base+"/namespaces/"+ns+"/releases/web")
@@ -230,10 +266,12 @@ func TestViewPages(t *testing.T) {
 	assert.NotContains(t, preview, viewSecret, "the API redacts Secret values; the view shows what it sent")
 	noMarkupOfTheCluster(t, preview)
 
-	// Refusals: no token, another Host, a wrong token, a change.
-	code, _ = getPage(t, browserless(t), base+"/")
+	// Refusals: no token, a wrong token, another Host, a change.
+	code, _ = getPage(t, browserless(t), "http://"+v.addr+"/")
 	assert.Equal(t, 403, code, "no token")
-	code, _ = getPage(t, browserless(t), base+"/?token=wrong")
+	code, _ = getPage(t, browserless(t), "http://"+v.addr+"/?token="+v.token)
+	assert.Equal(t, 403, code, "the token is no query parameter")
+	code, _ = getPage(t, browserless(t), "http://"+v.addr+"/s/"+strings.Repeat("A", len(v.token))+"/")
 	assert.Equal(t, 403, code, "wrong token")
 	req, err := http.NewRequest(http.MethodGet, v.url, nil)
 	require.NoError(t, err)
@@ -248,6 +286,9 @@ func TestViewPages(t *testing.T) {
 	assert.Equal(t, 405, res.StatusCode, "the view changes nothing")
 	code, _ = getPage(t, c, base+"/namespaces/"+ns+"/releases/nope")
 	assert.Equal(t, 404, code)
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	assert.Empty(t, c.Jar.Cookies(u), "the view set no cookie")
 }
 
 // The view reads with the user's access: what they may not read is said in
@@ -257,15 +298,15 @@ func TestViewUsesTheUsersAccess(t *testing.T) {
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	grant(t, ns, "lee", rbacPolicy("convoy.kumodo.io", "releases", "get", "list"))
 	v := startView(t, user(t, "lee"), "web", "-n", ns)
-	assert.Contains(t, v.url, "/namespaces/"+ns+"/releases/web?token=", "NAME opens the Release's page")
+	assert.Equal(t, v.base+"/namespaces/"+ns+"/releases/web", v.url, "NAME opens the Release's page")
 	c := browserless(t)
 	code, page := getPage(t, c, v.url)
 	require.Equal(t, 200, code, page)
 	assert.Contains(t, page, "Could not read the diff: you need get on releases/diff in subresources.convoy.kumodo.io (namespace "+ns+")")
 	assert.Contains(t, page, "Could not read the health: you need get on releases/health")
-	code, _ = getPage(t, c, "http://"+v.addr+"/namespaces/"+ns+"/releases/web/preview")
+	code, _ = getPage(t, c, v.base+"/namespaces/"+ns+"/releases/web/preview")
 	assert.Equal(t, 403, code)
-	code, page = getPage(t, c, "http://"+v.addr+"/namespaces/default/releases")
+	code, page = getPage(t, c, v.base+"/namespaces/default/releases")
 	assert.Equal(t, 403, code, "lee may not list the Releases of default")
 	assert.Contains(t, page, "forbidden")
 }

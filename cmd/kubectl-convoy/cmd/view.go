@@ -31,8 +31,9 @@ type viewOptions struct {
 
 	// Complete's
 	namespace, name string
-	reader          *viewReader
-	open            func(url string) error
+	reader          view.Reader
+	// open opens a local file in a browser.
+	open func(path string) error
 }
 
 func newViewCommand(o *Options) *cobra.Command {
@@ -47,7 +48,8 @@ drifted objects with each changed field side by side (desired and live), the man
 that changed it and when, the fields self-heal is fighting another controller for,
 what the next sync would prune, each object's health, the renders applied, and the
 preview. It prints the URL (with a token, required on every request) and opens a
-browser when there is one. Nothing in it changes anything.
+browser when there is one, through a page written to a temporary file that only you may
+read (so that the token is on no command line). Nothing in it changes anything.
 
 Needs what the other commands need: list and get on releases (convoy.kumodo.io),
 get on releases/diff, releases/health and releases/preview
@@ -92,7 +94,7 @@ func (v *viewOptions) Complete(o *Options, args []string) error {
 	}
 	v.namespace = c.namespace
 	v.reader = &viewReader{client: c, typed: typed}
-	v.open = openBrowser
+	v.open = openFile
 	return nil
 }
 
@@ -113,7 +115,7 @@ func (v *viewOptions) Validate() error {
 }
 
 // Run serves the view until ctx ends (Ctrl-C).
-func (v *viewOptions) Run(ctx context.Context, out io.Writer, now func() time.Time) error {
+func (v *viewOptions) Run(ctx context.Context, out io.Writer, now func() time.Time) (err error) {
 	// Loopback only, whatever the machine's other addresses.
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(v.port)))
 	if err != nil {
@@ -144,8 +146,17 @@ func (v *viewOptions) Run(ctx context.Context, out io.Writer, now func() time.Ti
 	served := make(chan error, 1)
 	go func() { served <- server.Serve(ln) }()
 	if !v.noOpen && hasBrowser() {
-		if err := v.open(url); err != nil {
-			fmt.Fprintf(out, "Could not open a browser (%v): open the URL above.\n", err)
+		remove, openErr := v.openURL(url)
+		if openErr != nil {
+			fmt.Fprintf(out, "Could not open a browser (%v): open the URL above.\n", openErr)
+		}
+		if remove != nil {
+			// The page holds the token: it goes with the view.
+			defer func() {
+				if rmErr := remove(); rmErr != nil {
+					err = errors.Join(err, fmt.Errorf("removing the page that opened the view: %w", rmErr))
+				}
+			}()
 		}
 	}
 	select {
@@ -168,11 +179,22 @@ func hasBrowser() bool {
 	return os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != ""
 }
 
-// openBrowser opens url with the system's opener (xdg-open, open, ...),
-// silently.
-func openBrowser(url string) error {
+// openURL opens url in a browser without putting it on a command line: it
+// writes a page that sends the browser on to url (view.WriteOpener) and has
+// the system open that file; remove, once the view stops, removes it.
+func (v *viewOptions) openURL(url string) (remove func() error, err error) {
+	path, remove, err := view.WriteOpener(url)
+	if err != nil {
+		return nil, err
+	}
+	return remove, v.open(path)
+}
+
+// openFile opens the file path with the system's opener (xdg-open, open,
+// rundll32), silently: its command line holds the path only.
+func openFile(path string) error {
 	browser.Stdout, browser.Stderr = io.Discard, io.Discard
-	return browser.OpenURL(url)
+	return browser.OpenFile(path)
 }
 
 // viewReader reads what the view shows, as the kubeconfig's user.
