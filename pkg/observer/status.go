@@ -177,7 +177,7 @@ func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Re
 }
 
 // lastResolved is the revision of r (its time unset), each field cut to
-// the CRD's bound: a version of a Helm index and a Git tag's name are
+// the CRD's bound (the MaxLength of LastResolved's fields): a version of a Helm index and a Git tag's name are
 // whatever the repository says.
 func lastResolved(r *subresourcesv1alpha1.ResolvedSource) *convoyv1alpha1.LastResolved {
 	return &convoyv1alpha1.LastResolved{Kind: truncate.String(r.Kind, 64), URL: truncate.String(r.URL, 2048), Chart: truncate.String(r.Chart, 256),
@@ -190,8 +190,9 @@ func lastResolved(r *subresourcesv1alpha1.ResolvedSource) *convoyv1alpha1.LastRe
 // changed. When the API server refuses a value that came from outside the
 // observer (lastResolved, lastHandledRefreshAt: 422 Invalid), it writes
 // the rest with their last accepted values, and records a Warning Event
-// (StatusRefused): a value a tenant wrote never keeps a verdict out. Once
-// written, seenRefresh (when set) is the refresh annotation handled.
+// (StatusRefused): a value a tenant wrote never keeps a verdict out.
+// seenRefresh, when set, is kept as the refresh annotation handled, whether
+// the status changed, and was written, or not: the pass resolved again.
 func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release, cond metav1.Condition, change func(*observedStatus) bool, seenRefresh string) (bool, error) {
 	p := w.part(release)
 	p.mu.Lock()
