@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -84,8 +85,8 @@ func peakHeapAdded(procs int, run func()) uint64 {
 // once and by ten requests at once (on ten Ps): the peak the heap adds
 // (peakHeapAdded) stays a few MiB per decode, as the string is refused past
 // MaxStoredString while it is streamed, and at most MaxStoredDecodes
-// decodes run at once. Without the bound of strings one read added ~200 MiB
-// and ten ~1.5 GB; with it, one adds 7 MiB, and ten 16-19 MiB, or 27-54
+// decodes run at once. Without the bound of strings one read added 96 MiB
+// and ten ~1.1 GB; with it, one adds 7 MiB, and ten 16-24 MiB, or 27-54
 // without the semaphore (docs/operators/sizing.md; TestStoreDecodesWait
 // tells the semaphore's absence for sure).
 func TestStoredRenderBombMemory(t *testing.T) {
@@ -105,30 +106,39 @@ func TestStoredRenderBombMemory(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		requests int
+		// rounds: the smallest peak of that many rounds is the one
+		// bounded, as the collector's lag adds a few MiB to some.
+		rounds int
 		// limit bounds the peak added, in MiB.
 		limit uint64
 	}{
-		{"one request", 1, 16},
-		{"ten at once", 10, 26},
+		{"one request", 1, 1, 16},
+		{"ten at once", 10, 3, 23},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			errs := make([]error, tc.requests)
-			peak := peakHeapAdded(tc.requests, func() {
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for i := range tc.requests {
-					wg.Go(func() { <-start; errs[i] = get() })
+			var peaks []string
+			least := uint64(math.MaxUint64)
+			for range tc.rounds {
+				errs := make([]error, tc.requests)
+				peak := peakHeapAdded(tc.requests, func() {
+					var wg sync.WaitGroup
+					start := make(chan struct{})
+					for i := range tc.requests {
+						wg.Go(func() { <-start; errs[i] = get() })
+					}
+					close(start)
+					wg.Wait()
+				})
+				for _, err := range errs {
+					require.Error(t, err)
+					require.Equal(t, ReasonStoredRenderTooLarge, failure.ReasonOf(err), "%v", err)
+					require.ErrorContains(t, err, fmt.Sprintf("string longer than %d bytes", MaxStoredString))
 				}
-				close(start)
-				wg.Wait()
-			})
-			t.Logf("%d request(s) of a %d-byte Secret: peak heap added %.1f MiB", tc.requests, len(data), float64(peak)/(1<<20))
-			for _, err := range errs {
-				require.Error(t, err)
-				require.Equal(t, ReasonStoredRenderTooLarge, failure.ReasonOf(err), "%v", err)
-				require.ErrorContains(t, err, fmt.Sprintf("string longer than %d bytes", MaxStoredString))
+				least = min(least, peak)
+				peaks = append(peaks, fmt.Sprintf("%.1f", float64(peak)/(1<<20)))
 			}
-			require.LessOrEqual(t, peak, tc.limit<<20, "peak heap added")
+			t.Logf("%d request(s) of a %d-byte Secret: peak heap added %s MiB", tc.requests, len(data), strings.Join(peaks, ", "))
+			require.LessOrEqual(t, least, tc.limit<<20, "peak heap added")
 		})
 	}
 }
