@@ -23,7 +23,8 @@ import (
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
 	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies: with keys, none by a key of its Secret " +
-		"(no signature, another key, a signature of another digest, too many signatures, no public key in the Secret); keyless, none by a certificate of the trust root " +
+		"(no signature, another key, a signature of another digest, too many signatures, a signature manifest or referrers index past 1 MiB, no public key in the Secret); " +
+		"keyless, none by a certificate of the trust root " +
 		"and of an expected identity (another issuer or subject, a certificate of another root, no log entry or timestamp the root requires, no usable trust root): " +
 		"nothing of the artifact was rendered, compared or shown",
 	Action: "sign the digest the message names with one of the keys (cosign sign --key) or in the CI whose identity matchOIDCIdentity expects, " +
@@ -75,10 +76,13 @@ func countTrustRootFetch(err error) {
 }
 
 // cosignKinds are the cosign failures that are SignatureUnverified; any
-// other (the registry) keeps the registry's reason.
+// other (the registry) keeps the registry's reason. A signature manifest
+// or a referrers index past its limit (KindTooLarge) is one: what the
+// registry holds has no signature that can be verified, as with too many
+// signatures; --max-artifact-bytes, the artifact's limit, has no say.
 var cosignKinds = map[cosign.Kind]bool{
 	cosign.KindNoSignature: true, cosign.KindWrongKey: true, cosign.KindOtherDigest: true, cosign.KindTooMany: true, cosign.KindInvalid: true,
-	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true,
+	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true, cosign.KindTooLarge: true,
 }
 
 // verifyOCI verifies the signatures of the artifact ref, which resolveOCI
