@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
@@ -26,7 +27,7 @@ var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 		"(no signature, another key, a signature of another digest, too many signatures, a signature manifest or referrers index past 1 MiB, no public key in the Secret); " +
 		"keyless, none by a certificate of the trust root " +
 		"and of an expected identity (another issuer or subject, a certificate of another root, no log entry or timestamp the root requires, no usable trust root): " +
-		"nothing of the artifact was rendered, compared or shown",
+		"nothing of the artifact was rendered, compared or shown. The verdict is kept for 30 seconds (a refresh asks again)",
 	Action: "sign the digest the message names with one of the keys (cosign sign --key) or in the CI whose identity matchOIDCIdentity expects, " +
 		"or trust the signer: add its public key (a key ending in .pub) to the Secret, or its issuer and subject to matchOIDCIdentity",
 })
@@ -84,6 +85,13 @@ var cosignKinds = map[cosign.Kind]bool{
 	cosign.KindNoSignature: true, cosign.KindWrongKey: true, cosign.KindOtherDigest: true, cosign.KindTooMany: true, cosign.KindInvalid: true,
 	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true, cosign.KindTooLarge: true,
 }
+
+// UnverifiedMaxAge is how long a verdict of SignatureUnverified is kept (at
+// most ResolveMaxAge), by the key of the verified ones: a loop of GET /diff
+// of a Release whose registry serves no signature that verifies (or a
+// signature manifest of 30 MiB) reads it once, not at each request. Short,
+// so that a digest signed since verifies soon; a refresh asks again.
+const UnverifiedMaxAge = 30 * time.Second
 
 // verifyOCI verifies the signatures of the artifact ref, which resolveOCI
 // resolved (r: its repository, client and credentials), with the policy
@@ -203,22 +211,42 @@ func (f *Fetcher) readVerifySecret(ctx context.Context, namespace, name string, 
 	return s, nil
 }
 
-// verdict runs check, or takes its verdict from the cache: kept for
-// ResolveMaxAge by namespace, origin, digest, provider and the digest of
-// the policy (keys, or trust root and identities), never across
-// namespaces or trust material.
+// verdict runs check, or takes its verdict from the cache: kept by
+// namespace, origin, digest, provider and the digest of the policy (keys,
+// or trust root and identities), never across namespaces or trust
+// material; a signature for ResolveMaxAge, a SignatureUnverified for
+// UnverifiedMaxAge unless ctx is a refresh's (WithFreshAfter) read before
+// it. A transient failure (the registry's) is not kept.
 func (f *Fetcher) verdict(ctx context.Context, namespace string, r *ociResolution, ref name.Digest, policy, where string, check func(context.Context) (*cosign.Signer, error)) (*subresourcesv1alpha1.SourceSignature, error) {
 	key := "verify\x00" + namespace + "\x00" + r.repo.String() + "\x00" + ref.DigestStr() + "\x00" + ProviderCosign + "\x00" + policy
-	if sig, ok := f.getSignature(key); f.countSignatureLookup(ok) {
+	since := f.freshAfter(ctx)
+	sig, ok := f.getSignature(key)
+	var refused error
+	if !ok {
+		refused = f.getUnverified(key, since)
+	}
+	if f.countSignatureLookup(ok || refused != nil) {
+		if refused != nil {
+			return nil, cosignFailure(where, refused)
+		}
 		return sig, nil
 	}
-	got, err := f.shared(ctx, namespace, key, func(ctx context.Context) (any, error) {
+	got, err := f.shared(ctx, namespace, key+freshFlight(since), func(ctx context.Context) (any, error) {
 		if sig, ok := f.getSignature(key); ok {
 			return sig, nil
 		}
+		if refused := f.getUnverified(key, since); refused != nil {
+			return nil, cosignFailure(where, refused)
+		}
 		signer, err := check(ctx)
 		if err != nil {
-			return nil, cosignFailure(where, err)
+			ferr := cosignFailure(where, err)
+			if failure.ReasonOf(ferr) == ReasonSignatureUnverified {
+				// The verdict, not its message: the next caller names its
+				// own source.
+				f.putUnverified(key, err)
+			}
+			return nil, ferr
 		}
 		sig := &subresourcesv1alpha1.SourceSignature{
 			Provider: ProviderCosign, Key: signer.Key, Fingerprint: signer.Fingerprint,
@@ -246,7 +274,8 @@ func cosignFailure(where string, err error) error {
 	return registryFailure(where+": reading the signatures", e.Err)
 }
 
-// countSignatureLookup counts a lookup of the verdict cache.
+// countSignatureLookup counts a lookup of the verdict cache: a hit is a
+// verdict kept, a signature or a SignatureUnverified.
 func (f *Fetcher) countSignatureLookup(hit bool) bool {
 	return f.countLookup(agecache.CacheSignature, hit)
 }
