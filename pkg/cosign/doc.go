@@ -47,7 +47,10 @@
 //
 // Everything the registry sends is bounded: at most Limits.MaxSignatures
 // signatures are considered across both layouts (counted from the
-// listings, before any of them is read), and every manifest and blob is
-// refused past Limits.MaxBytes, by its descriptor's size before it is
-// read, and while it is read.
+// listings, before any of them is read), and every manifest, referrers
+// index and blob is refused past Limits.MaxBytes, by its descriptor's size
+// or its Content-Length before it is read, and while it is read. The
+// registry client (go-containerregistry) reads a manifest whole before its
+// caller sees it, so the bound of manifests and indexes is Transport's, the
+// transport the Puller given to Verify must read through.
 package cosign

@@ -20,8 +20,8 @@ const (
 	KindOtherDigest
 	// KindTooMany: more signatures than Limits.MaxSignatures.
 	KindTooMany
-	// KindInvalid: a malformed listing, payload or bundle, or one past
-	// Limits.MaxBytes; or an invalid argument.
+	// KindInvalid: a malformed listing, payload or bundle (every signature
+	// malformed, or past Limits.MaxBytes); or an invalid argument.
 	KindInvalid
 	// KindRegistry: the registry failed (Err is go-containerregistry's
 	// error).
@@ -33,6 +33,11 @@ const (
 	// trust root (a certificate of another root, no transparency log
 	// entry or timestamp it requires, a bad signature).
 	KindUntrusted
+	// KindTooLarge: the manifest of the signature tag or the referrers
+	// index is past Limits.MaxBytes, refused by its Content-Length before
+	// it is read or as it is read (Transport). One signature's manifest or
+	// blob past it is a malformed signature (KindInvalid, KindWrongKey).
+	KindTooLarge
 )
 
 func (k Kind) String() string {
@@ -53,6 +58,8 @@ func (k Kind) String() string {
 		return "WrongIdentity"
 	case KindUntrusted:
 		return "Untrusted"
+	case KindTooLarge:
+		return "TooLarge"
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }

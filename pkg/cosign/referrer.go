@@ -47,9 +47,15 @@ func isBundle(mediaType string) bool { return slices.Contains(BundleMediaTypes, 
 // listReferrers returns the referrers of ref that may be signatures:
 // those of a bundle artifactType, and those of none or of the empty
 // config's (read to tell), but not those annotated with another predicate
-// type (attestations).
+// type (attestations). The index (of the referrers API, or of the
+// referrers tag schema's tag) is refused past the limit before it is read
+// whole (Transport).
 func (r *run) listReferrers(ctx context.Context) ([]v1.Descriptor, error) {
+	what := "the referrers index of " + r.digest.String()
 	idx, err := remote.Referrers(r.ref, remote.Reuse(r.puller), remote.WithContext(ctx))
+	if e := tooLarge(err, what); e != nil {
+		return nil, e
+	}
 	if err != nil {
 		return nil, errorf(KindRegistry, err, "listing the referrers of %s", r.digest)
 	}
@@ -58,7 +64,7 @@ func (r *run) listReferrers(ctx context.Context) ([]v1.Descriptor, error) {
 		return nil, errorf(KindRegistry, err, "listing the referrers of %s", r.digest)
 	}
 	if n := int64(len(raw)); n > r.limits.MaxBytes {
-		return nil, errorf(KindInvalid, nil, "the referrers index of %s is %d bytes, more than the limit of %d bytes", r.digest, n, r.limits.MaxBytes)
+		return nil, errorf(KindTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes", what, n, r.limits.MaxBytes)
 	}
 	im, err := v1.ParseIndexManifest(bytes.NewReader(raw))
 	if err != nil {
@@ -138,10 +144,14 @@ func (r *run) checkReferrer(ctx context.Context, d v1.Descriptor) (outcome, erro
 // readBundle reads the manifest of referrer d, then its bundle. gone: the
 // manifest is no longer there, or is not a bundle's.
 func (r *run) readBundle(ctx context.Context, d v1.Descriptor) (b *bundle.Bundle, gone bool, err error) {
+	what := "the referrer manifest " + d.Digest.String()
 	if d.Size > r.limits.MaxBytes {
-		return nil, false, errorf(KindInvalid, nil, "the referrer manifest %s is %d bytes, more than the limit of %d bytes", d.Digest, d.Size, r.limits.MaxBytes)
+		return nil, false, errorf(KindTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes", what, d.Size, r.limits.MaxBytes)
 	}
 	desc, err := r.puller.Get(ctx, r.ref.Context().Digest(d.Digest.String()))
+	if e := tooLarge(err, what); e != nil {
+		return nil, false, e
+	}
 	switch {
 	case notFound(err):
 		return nil, true, nil
@@ -151,7 +161,7 @@ func (r *run) readBundle(ctx context.Context, d v1.Descriptor) (b *bundle.Bundle
 		return nil, false, errorf(KindRegistry, err, "reading the referrer manifest %s", d.Digest)
 	}
 	if n := int64(len(desc.Manifest)); n > r.limits.MaxBytes {
-		return nil, false, errorf(KindInvalid, nil, "the referrer manifest %s is %d bytes, more than the limit of %d bytes", d.Digest, n, r.limits.MaxBytes)
+		return nil, false, errorf(KindTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes", what, n, r.limits.MaxBytes)
 	}
 	var m v1.Manifest
 	if err := json.Unmarshal(desc.Manifest, &m); err != nil {

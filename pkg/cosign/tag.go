@@ -79,10 +79,19 @@ func parseSignature(annotation string) ([]byte, error) {
 }
 
 // listTag returns the signature layers of the sha256-<hex>.sig tag: none
-// when there is no such tag.
+// when there is no such tag. Its manifest is refused past the limit before
+// it is read whole (Transport), and the first answer checks that the
+// registry client reads through Transport (checkTransport).
 func (r *run) listTag(ctx context.Context) ([]v1.Descriptor, error) {
 	tag := r.sigTag()
 	desc, err := r.puller.Get(ctx, tag)
+	what := "the manifest of the signature tag " + tag.String()
+	if e := tooLarge(err, what); e != nil {
+		return nil, e
+	}
+	if err := r.checkTransport(err); err != nil {
+		return nil, err
+	}
 	if err != nil {
 		if notFound(err) {
 			return nil, nil
@@ -90,7 +99,7 @@ func (r *run) listTag(ctx context.Context) ([]v1.Descriptor, error) {
 		return nil, errorf(KindRegistry, err, "reading the signature tag %s", tag)
 	}
 	if n := int64(len(desc.Manifest)); n > r.limits.MaxBytes {
-		return nil, errorf(KindInvalid, nil, "the manifest of the signature tag %s is %d bytes, more than the limit of %d bytes", tag, n, r.limits.MaxBytes)
+		return nil, errorf(KindTooLarge, nil, "%s is %d bytes, more than the limit of %d bytes", what, n, r.limits.MaxBytes)
 	}
 	if !desc.MediaType.IsImage() {
 		return nil, errorf(KindInvalid, nil, "the signature tag %s is a %s, not an image manifest", tag, echo(string(desc.MediaType)))

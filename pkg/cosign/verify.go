@@ -49,8 +49,11 @@ type Signer struct {
 // that a key of keys made of exactly ref's digest. Otherwise it returns an
 // *Error: KindNoSignature, KindWrongKey, KindOtherDigest (before
 // KindWrongKey when both apply), KindTooMany, KindInvalid (every signature
-// malformed, a malformed listing, or one past limits.MaxBytes) or
-// KindRegistry (at once, whatever signatures were left to check).
+// malformed or past limits.MaxBytes, or a malformed listing), KindTooLarge
+// (the signature tag's manifest or the referrers index past
+// limits.MaxBytes) or KindRegistry (at once, whatever signatures were left
+// to check). puller must read through Transport: manifests are refused past
+// limits.MaxBytes before they are read whole.
 func Verify(ctx context.Context, puller *remote.Puller, ref name.Digest, keys *Keys, limits Limits) (*Signer, error) {
 	if puller == nil {
 		return nil, errorf(KindInvalid, nil, "no registry client")
@@ -107,12 +110,14 @@ func newRun(puller *remote.Puller, ref name.Digest, limits Limits, sv *verify.Ve
 	if err != nil {
 		return nil, errorf(KindInvalid, err, "%s is not a sha256 digest", echo(ref.DigestStr()))
 	}
+	limits = limits.withDefaults()
 	return &run{
 		puller:      puller,
 		ref:         ref,
 		digest:      digest,
 		digestBytes: digestBytes,
-		limits:      limits.withDefaults(),
+		limits:      limits,
+		bound:       &bound{limit: limits.MaxBytes},
 		verifier:    sv,
 		blobs:       map[v1.Hash][]byte{},
 	}, nil
@@ -125,9 +130,11 @@ type run struct {
 	digest      v1.Hash
 	digestBytes []byte
 	// keys or keyless: the policy.
-	keys     *Keys
-	keyless  *Keyless
-	limits   Limits
+	keys    *Keys
+	keyless *Keyless
+	limits  Limits
+	// bound is in the context of the run's requests, for Transport.
+	bound    *bound
 	verifier *verify.Verifier
 	// blobs read so far, by digest: a .sig image's layers often share one
 	// payload.
@@ -185,6 +192,7 @@ func (o outcome) by() string {
 }
 
 func (r *run) verify(ctx context.Context) (*Signer, error) {
+	ctx = withBound(ctx, r.bound)
 	tags, err := r.listTag(ctx)
 	if err != nil {
 		return nil, err
@@ -278,6 +286,19 @@ func (r *run) sigTag() name.Tag {
 	return r.ref.Context().Tag(r.digest.Algorithm + "-" + r.digest.Hex + ".sig")
 }
 
+// checkTransport refuses to go on when the registry answered (err, the
+// error of a request, is nil or the registry's answer) and Transport saw
+// none of the run's requests: the registry client does not read through
+// it, and would read a manifest whole before its size is checked. The
+// error is of no Kind: a caller's bug.
+func (r *run) checkTransport(err error) error {
+	var terr *transport.Error
+	if (err == nil || errors.As(err, &terr)) && !r.bound.seen.Load() {
+		return errors.New("the registry client does not read through cosign.Transport: it would read manifests whole before their size is checked")
+	}
+	return nil
+}
+
 // notFound tells a registry's 404: no such tag (or repository).
 func notFound(err error) bool {
 	var terr *transport.Error
@@ -292,7 +313,7 @@ func (r *run) readBlob(ctx context.Context, what string, d v1.Descriptor) ([]byt
 		return nil, errorf(KindInvalid, nil, "the %s's digest %s is not sha256", what, echo(d.Digest.String()))
 	}
 	if d.Size < 0 || d.Size > r.limits.MaxBytes {
-		return nil, errorf(KindInvalid, nil, "the %s %s is %d bytes, more than the limit of %d bytes", what, d.Digest, d.Size, r.limits.MaxBytes)
+		return nil, errorf(KindTooLarge, nil, "the %s %s is %d bytes, more than the limit of %d bytes", what, d.Digest, d.Size, r.limits.MaxBytes)
 	}
 	if data, ok := r.blobs[d.Digest]; ok && int64(len(data)) == d.Size {
 		return data, nil

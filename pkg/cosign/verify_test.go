@@ -20,6 +20,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -43,6 +44,9 @@ type testRegistry struct {
 	mu       sync.Mutex
 	requests []string
 	hook     func(w http.ResponseWriter, r *http.Request) bool
+
+	// read counts the bytes of answers' bodies its pullers read.
+	read atomic.Int64
 }
 
 func newRegistry(t testing.TB, referrers bool) *testRegistry {
@@ -96,10 +100,37 @@ func (r *testRegistry) options() []remote.Option {
 	return []remote.Option{remote.WithTransport(r.srv.Client().Transport)}
 }
 
+// puller is a registry client that reads through cosign.Transport, as
+// Verify requires, and counts the bytes it reads (read).
 func (r *testRegistry) puller(t testing.TB) *remote.Puller {
-	p, err := remote.NewPuller(r.options()...)
+	p, err := remote.NewPuller(remote.WithTransport(cosign.Transport(&countingTransport{next: r.srv.Client().Transport, read: &r.read})))
 	require.NoError(t, err)
 	return p
+}
+
+// countingTransport counts the bytes read of the bodies of its answers.
+type countingTransport struct {
+	next http.RoundTripper
+	read *atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = &countingBody{ReadCloser: resp.Body, read: c.read}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	read *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.read.Add(int64(n))
+	return n, err
 }
 
 // push pushes a random image to repo:tag and returns its digest.
@@ -386,8 +417,8 @@ func TestVerify(t *testing.T) {
 				require.NoError(e.t, cosigner.SignTag(e.ctx, ref, e.ci, e.opts...))
 				return ref
 			},
-			kind:       cosign.KindInvalid,
-			message:    []string{"the manifest of the signature tag", "more than the limit of 300 bytes"},
+			kind:       cosign.KindTooLarge,
+			message:    []string{"the manifest of the signature tag", "more than the limit of 300 bytes", "refused before it was read"},
 			noBlobRead: true,
 		},
 		{

@@ -15,10 +15,12 @@ import (
 // decodeObjects decodes a JSON array of objects from r one object at a time,
 // and stops with TooManyObjects at the first object past maxObjects, so that
 // a render past the limit is never decoded whole (nor held twice, as JSON
-// and as objects). what names the render in the message. An error of r is
-// returned as it is.
-func decodeObjects(r io.Reader, maxObjects int, what string) ([]*unstructured.Unstructured, error) {
-	dec := json.NewDecoder(&squashSpace{r: r})
+// and as objects). With maxString above 0, it stops with errStringTooLong
+// at the first string longer than maxString bytes (squashSpace), before
+// the decoder buffers it whole. what names the render in the message. An
+// error of r is returned as it is.
+func decodeObjects(r io.Reader, maxObjects, maxString int, what string) ([]*unstructured.Unstructured, error) {
+	dec := json.NewDecoder(&squashSpace{r: r, maxString: maxString})
 	if tok, err := dec.Token(); err != nil {
 		return nil, err
 	} else if tok != json.Delim('[') {
@@ -52,11 +54,25 @@ func decodeObjects(r io.Reader, maxObjects int, what string) ([]*unstructured.Un
 // two objects would fill memory up to the limit of bytes (and twice that
 // while the buffer grows); cut, it holds one byte. A run is kept as one space
 // so that two tokens never run into one another.
+//
+// With maxString above 0, it also fails with errStringTooLong once a string
+// (a key or a value) is longer than maxString bytes decoded, so that the
+// decoder never buffers a longer one: a byte counts one, an escape the
+// bytes it decodes to (\uXXXX its UTF-8 length, a surrogate pair's half
+// three), so a string that decodes to maxString bytes or fewer is never
+// refused, whatever encoding/json escaped in it (<, > and & among others).
 type squashSpace struct {
-	r        io.Reader
-	inString bool
-	escaped  bool
-	space    bool // the last byte given was white space outside a string
+	r         io.Reader
+	maxString int
+	inString  bool
+	escaped   bool
+	// hex is how many hex digits of a \u escape are left; code is the
+	// code unit of those read.
+	hex  int
+	code rune
+	// length is what the string read so far decodes to, at most.
+	length int
+	space  bool // the last byte given was white space outside a string
 }
 
 func (s *squashSpace) Read(p []byte) (int, error) {
@@ -67,12 +83,27 @@ func (s *squashSpace) Read(p []byte) (int, error) {
 			switch {
 			case s.inString:
 				switch {
+				case s.hex > 0:
+					s.code, s.hex = s.code<<4|unhex(c), s.hex-1
+					if s.hex == 0 {
+						s.length += escapedLength(s.code)
+					}
 				case s.escaped:
 					s.escaped = false
+					if c == 'u' {
+						s.hex, s.code = 4, 0
+					} else {
+						s.length++
+					}
 				case c == '\\':
 					s.escaped = true
 				case c == '"':
 					s.inString = false
+				default:
+					s.length++
+				}
+				if s.maxString > 0 && s.length > s.maxString {
+					return out, errStringTooLong
 				}
 			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 				if s.space {
@@ -83,7 +114,7 @@ func (s *squashSpace) Read(p []byte) (int, error) {
 				out++
 				continue
 			case c == '"':
-				s.inString = true
+				s.inString, s.length = true, 0
 			}
 			s.space = false
 			p[out] = c
@@ -94,6 +125,36 @@ func (s *squashSpace) Read(p []byte) (int, error) {
 		}
 	}
 }
+
+// unhex is the value of the hex digit c (0 for another byte: the JSON is
+// not valid, and the decoder says so).
+func unhex(c byte) rune {
+	switch {
+	case '0' <= c && c <= '9':
+		return rune(c - '0')
+	case 'a' <= c && c <= 'f':
+		return rune(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return 0
+}
+
+// escapedLength is the most bytes the code unit of a \uXXXX escape decodes
+// to: its UTF-8 length, three for a surrogate (a pair's two halves are four
+// bytes, a lone one the replacement character's three).
+func escapedLength(code rune) int {
+	switch {
+	case code < 0x80:
+		return 1
+	case code < 0x800:
+		return 2
+	}
+	return 3
+}
+
+// errStringTooLong is the error of a squashSpace past its maxString.
+var errStringTooLong = errors.New("a JSON string is longer than the limit")
 
 // errInflatesTooFar is the error of a reader past its limit (limitReader).
 var errInflatesTooFar = errors.New("the render inflates too far")

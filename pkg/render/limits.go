@@ -36,8 +36,8 @@ var (
 	})
 	ReasonStoredRenderTooLarge = failure.Declare(failure.Reason{
 		Name: "StoredRenderTooLarge", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
-		Means:  "a stored render inflates past --max-render-bytes",
-		Action: "raise --max-render-bytes to what the controller stores, or investigate the render-store Secret",
+		Means:  "a stored render inflates past --max-render-bytes, or holds a string longer than 2 MiB (no Kubernetes object holds one): refused while it is read",
+		Action: "raise --max-render-bytes to what the controller stores, or investigate the render-store Secret (a string past 2 MiB is not one a Release can apply)",
 	})
 	ReasonRenderMemoryExceeded = failure.Declare(failure.Reason{
 		Name: "RenderMemoryExceeded", Class: failure.ClassOverLimit, Shows: failure.InSyncAndResponse, Refusal: true,
@@ -147,6 +147,9 @@ type Engine struct {
 	// directories, keyed by the content of the files they can read
 	// (buildKey); nil: none kept.
 	builds *agecache.Cache[string, []byte]
+	// decodes are the tokens of the stored renders its Stores decode at
+	// once (MaxStoredDecodes).
+	decodes chan struct{}
 }
 
 // NewEngine returns an Engine that fetches sources with sources, templates
@@ -159,7 +162,7 @@ func NewEngine(sources *source.Fetcher, runner Runner, limits Limits) *Engine {
 	if runner == nil {
 		runner = InProcess{}
 	}
-	return &Engine{runner: runner, sources: sources, limits: limits.withDefaults()}
+	return &Engine{runner: runner, sources: sources, limits: limits.withDefaults(), decodes: make(chan struct{}, MaxStoredDecodes)}
 }
 
 // WithBuildCache makes e keep the builds of kustomizations and chart
@@ -214,9 +217,10 @@ func (e *Engine) Renderer(inputs source.Inputs, scoper Scoper) *Renderer {
 	return &Renderer{engine: e, inputs: inputs, scoper: scoper}
 }
 
-// Store returns the render store on client.
+// Store returns the render store on client. The Stores of an Engine
+// decode at most MaxStoredDecodes stored renders at once.
 func (e *Engine) Store(client kubernetes.Interface) *Store {
-	return &Store{client: client, limits: e.limits}
+	return &Store{client: client, limits: e.limits, decodes: e.decodes}
 }
 
 // errRenderTimeout is the cause of the deadline of a render.

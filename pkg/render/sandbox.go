@@ -242,7 +242,7 @@ func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.U
 		}
 		return nil, &failure.Error{Reason: resp.Reason, Message: resp.Message}
 	}
-	objs, err := decodeObjects(bytes.NewReader(trimmed), maxObjects, where)
+	objs, err := decodeObjects(bytes.NewReader(trimmed), maxObjects, 0, where)
 	if f, ok := failure.As(err); ok {
 		return nil, f
 	}

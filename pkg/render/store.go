@@ -30,6 +30,19 @@ const (
 	// MaxStoredSize is the most a render may take in its Secret once
 	// compressed: the API server refuses Secrets whose data passes 1 MiB.
 	MaxStoredSize = 1 << 20
+	// MaxStoredString is the longest string (a key or a value, decoded) a
+	// stored render may hold: no Kubernetes object holds a longer one (etcd
+	// refuses objects past 1.5 MiB unless its --max-request-bytes is
+	// raised). A longer one is refused while it is read, before it is
+	// buffered: a Secret of 33 KiB would otherwise hold a string of 32 MiB,
+	// which costs three times that to decode.
+	MaxStoredString = 2 << 20
+	// MaxStoredDecodes is how many stored renders an Engine decodes at
+	// once; the others wait (or give up with their request): a decode
+	// takes a few times the render's inflated size, up to
+	// --max-render-bytes, so ten requests at once must not take ten times
+	// that.
+	MaxStoredDecodes = 2
 )
 
 // ErrNotStored is returned by Store.Get for a render that is not in the store.
@@ -51,6 +64,9 @@ type Store struct {
 	// limits bound what a stored render may inflate to (MaxBytes) and hold
 	// (MaxObjects).
 	limits Limits
+	// decodes holds a token per decode running: the Engine's, of
+	// MaxStoredDecodes.
+	decodes chan struct{}
 }
 
 // Get reads render ref of the Release namespace/release, with the revision
@@ -58,7 +74,9 @@ type Store struct {
 // none): what the Secret says, which Get does not verify. A render that is not
 // stored gives an error wrapping ErrNotStored. Any other failure is a
 // *failure.Error: a Secret that may not be read, InputForbidden; that could
-// not be read, InputUnavailable; that inflates past the limit,
+// not be read, or whose request ended while it waited for its turn to be
+// decoded (at most MaxStoredDecodes at once), InputUnavailable; that
+// inflates past the limit or holds a string past MaxStoredString,
 // StoredRenderTooLarge; one whose content is not a render or does not match
 // its ref, StoredRenderInvalid, so that a corrupt Secret never passes for the
 // render it names.
@@ -76,7 +94,14 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	if got.Type != SecretType {
 		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s has type %q, not %q", secret.Describe(), got.Type, SecretType)
 	}
+	select {
+	case s.decodes <- struct{}{}:
+	case <-ctx.Done():
+		return nil, source.Unavailable(context.Cause(ctx), "render %s in %s: the request ended while it waited for one of the %d stored renders decoded now",
+			ref, secret.Describe(), cap(s.decodes))
+	}
 	objects, err := decode(got.Data[SecretKey], s.limits)
+	<-s.decodes
 	if f, ok := failure.As(err); ok {
 		return nil, failure.Quiet(f.Reason, f, "stored render %s in %s: %s", ref, secret.Describe(), f.Message)
 	}
@@ -198,9 +223,10 @@ func encode(objects []*unstructured.Unstructured) ([]byte, error) {
 // decode inflates data as it decodes the JSON array of objects, through a
 // reader that fails past limits.MaxBytes, so a crafted Secret (a few hundred
 // KiB that inflate to gigabytes) is refused after MaxBytes, never inflated
-// whole; and it stops at the first object past limits.MaxObjects, so a small
-// Secret of many tiny objects is never decoded whole either. Both refusals
-// are *failure.Error (StoredRenderTooLarge, TooManyObjects).
+// whole; it stops at the first object past limits.MaxObjects, so a small
+// Secret of many tiny objects is never decoded whole either; and at the
+// first string past MaxStoredString, before it is buffered whole. The
+// refusals are *failure.Error (StoredRenderTooLarge, TooManyObjects).
 func decode(data []byte, limits Limits) ([]*unstructured.Unstructured, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("no %q key", SecretKey)
@@ -214,9 +240,13 @@ func decode(data []byte, limits Limits) ([]*unstructured.Unstructured, error) {
 
 // decodeInflating is decode on the reader of the inflated data.
 func decodeInflating(zr io.Reader, limits Limits) ([]*unstructured.Unstructured, error) {
-	objects, err := decodeObjects(&limitReader{r: zr, n: int64(limits.MaxBytes)}, limits.MaxObjects, "it")
-	if errors.Is(err, errInflatesTooFar) {
+	objects, err := decodeObjects(&limitReader{r: zr, n: int64(limits.MaxBytes)}, limits.MaxObjects, MaxStoredString, "it")
+	switch {
+	case errors.Is(err, errInflatesTooFar):
 		return nil, failure.New(ReasonStoredRenderTooLarge, nil, "it inflates past the limit of %d bytes (--max-render-bytes)", limits.MaxBytes)
+	case errors.Is(err, errStringTooLong):
+		return nil, failure.New(ReasonStoredRenderTooLarge, nil, "it holds a string longer than %d bytes, the limit of a stored render's string (no Kubernetes object holds one): refused while it was read",
+			MaxStoredString)
 	}
 	return objects, err
 }

@@ -147,3 +147,49 @@ func TestSquashSpace(t *testing.T) {
 		assert.Equal(t, tc.want, string(out), "%q", tc.in)
 	}
 }
+
+// A string is refused once it decodes to more than maxString bytes (an
+// escape counts what it decodes to: \uXXXX its UTF-8 length), each string
+// counted apart, keys too.
+func TestSquashSpaceMaxString(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		ok   bool
+	}{
+		{"at the limit", `["abcd"]`, true},
+		{"past it", `["abcde"]`, false},
+		{"each string apart", `["abcd", "efgh", {"ijkl": "mnop"}]`, true},
+		{"a key past it", `[{"abcde": 1}]`, false},
+		{"two-byte escapes count one", `["\\\"\n\t"]`, true},
+		{"an escaped quote does not end it", `["ab\"cde"]`, false},
+		{"an escaped < counts one", `["\u003c\u003c\u003c\u003c"]`, true},
+		{"an escaped é counts two", `["\u00e9\u00E9"]`, true},
+		{"an escaped € counts three", `["\u20aca"]`, true},
+		{"past it with escapes", `["\u20ac\u00e9"]`, false},
+		{"white space outside strings counts nothing", "[\"abcd\"          ,    \"abcd\"]", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := io.ReadAll(&squashSpace{r: iotest.OneByteReader(strings.NewReader(tc.in)), maxString: 4})
+			if tc.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, errStringTooLong)
+			}
+		})
+	}
+}
+
+// A string within MaxStoredString is read back, however long encoding/json
+// made it by escaping (each < six bytes).
+func TestStoreLongEscapedString(t *testing.T) {
+	client := fake.NewClientset()
+	store := testEngine(Limits{}).Store(client)
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"}}
+	r, err := New([]*unstructured.Unstructured{storedConfigMap("html", map[string]any{"index.html": strings.Repeat("<", MaxStoredString-1)})})
+	require.NoError(t, err)
+	require.NoError(t, store.Put(context.Background(), release, r))
+	got, err := store.Get(context.Background(), "shop", "web", r.Ref)
+	require.NoError(t, err)
+	assert.Equal(t, r.Objects, got.Objects)
+}

@@ -182,3 +182,20 @@ func (f *Fetcher) putSignature(key string, sig *subresourcesv1alpha1.SourceSigna
 		f.signatures.Put(key, sig)
 	}
 }
+
+// getUnverified is the error of cosign of a verification that was
+// SignatureUnverified for key (that of getSignature), within
+// UnverifiedMaxAge, read at since or later; nil: none.
+func (f *Fetcher) getUnverified(key string, since time.Time) error {
+	if f.unverified == nil {
+		return nil
+	}
+	err, _ := f.unverified.GetSince(key, since)
+	return err
+}
+
+func (f *Fetcher) putUnverified(key string, err error) {
+	if f.unverified != nil {
+		f.unverified.Put(key, err)
+	}
+}

@@ -24,6 +24,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -144,8 +145,10 @@ func pemOf(s *httptest.Server) []byte {
 
 // TestMain registers the metrics before any test runs: registering them
 // while a request left running by an earlier test counts one is a race of
-// component-base's lazy metrics, whatever order -run picks.
+// component-base's lazy metrics, whatever order -run picks. The caches'
+// lookups too (agecache).
 func TestMain(m *testing.M) {
 	RegisterMetrics()
+	agecache.RegisterMetrics()
 	os.Exit(m.Run())
 }

@@ -251,6 +251,9 @@ type Fetcher struct {
 	// signatures are the verdicts of verifications by namespace, origin,
 	// digest, provider and keys (verifyOCI).
 	signatures *agecache.Cache[string, *subresourcesv1alpha1.SourceSignature]
+	// unverified are the errors of cosign of the verifications that were
+	// SignatureUnverified, by the same keys, for UnverifiedMaxAge.
+	unverified *agecache.Cache[string, error]
 	clients    *agecache.Cache[string, *client]
 	// trustRoots are the trust roots of trustedRootSecretRef Secrets, by
 	// the SHA-256 of their trusted_root.json: parsed once.
@@ -282,6 +285,7 @@ func NewFetcher(opts Options) *Fetcher {
 		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
 		f.gitListings = agecache.New[string, git.Refs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, git.Refs.Size)
 		f.signatures = agecache.New[string, *subresourcesv1alpha1.SourceSignature](entries, opts.ResolveMaxAge, opts.Clock, nil)
+		f.unverified = agecache.New[string, error](entries, min(UnverifiedMaxAge, opts.ResolveMaxAge), opts.Clock, nil)
 	}
 	// Clients (their connections, and a registry's tokens) are kept per
 	// host and credentials whatever the cache.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kumodo/convoy-apiserver/pkg/bounded"
+	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -46,7 +47,11 @@ func (f *Fetcher) clientFor(tlsCfg *tls.Config, tlsKey string) *client {
 		MaxIdleConnsPerHost:   8,
 		ForceAttemptHTTP2:     true,
 	}
-	g := &guard{next: base, plainLoopback: f.opts.Policy.AllowLoopback, maxManifest: int64(f.opts.MaxArtifactBytes)}
+	// cosign.Transport bounds the manifests and indexes of signatures
+	// (cosign.Limits) before the guard's limit, within it: a signature
+	// manifest past --max-artifact-bytes is refused as one past the
+	// signatures' limit, SignatureUnverified.
+	g := &guard{next: cosign.Transport(base), plainLoopback: f.opts.Policy.AllowLoopback, maxManifest: int64(f.opts.MaxArtifactBytes)}
 	c := &client{transport: g}
 	c.http = &http.Client{
 		Transport: g,

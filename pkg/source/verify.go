@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -24,10 +25,12 @@ import (
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
 	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies: with keys, none by a key of its Secret " +
-		"(no signature, another key, a signature of another digest, too many signatures, no public key in the Secret); keyless, none by a certificate of the trust root " +
+		"(no signature, another key, a signature of another digest, too many signatures, a signature manifest or referrers index past 1 MiB, no public key in the Secret); " +
+		"keyless, none by a certificate of the trust root " +
 		"and of an expected identity (another issuer or subject, a certificate of another root, no log entry or timestamp the root requires, no usable trust root): " +
-		"nothing of the artifact was rendered, compared or shown. Also a stored render (pinned, last healthy, ?render=) whose Secret names no revision of the " +
-		"Release's source (annotation convoy.kumodo.io/resolved-source), one of another repository, or a digest that does not verify now: none of its objects is compared",
+		"nothing of the artifact was rendered, compared or shown; the verdict is kept for 30 seconds (a refresh asks again). Also a stored render (pinned, last " +
+		"healthy, ?render=) whose Secret names no revision of the Release's source (annotation convoy.kumodo.io/resolved-source), one of another repository, or a " +
+		"digest that does not verify now: none of its objects is compared",
 	Action: "sign the digest the message names with one of the keys (cosign sign --key) or in the CI whose identity matchOIDCIdentity expects, " +
 		"or trust the signer: add its public key (a key ending in .pub) to the Secret, or its issuer and subject to matchOIDCIdentity; " +
 		"for a stored render, pin a render convoy's controller stored from a signed digest (a Secret planted by anyone else is refused by " +
@@ -79,10 +82,13 @@ func countTrustRootFetch(err error) {
 }
 
 // cosignKinds are the cosign failures that are SignatureUnverified; any
-// other (the registry) keeps the registry's reason.
+// other (the registry) keeps the registry's reason. A signature manifest
+// or a referrers index past its limit (KindTooLarge) is one: what the
+// registry holds has no signature that can be verified, as with too many
+// signatures; --max-artifact-bytes, the artifact's limit, has no say.
 var cosignKinds = map[cosign.Kind]bool{
 	cosign.KindNoSignature: true, cosign.KindWrongKey: true, cosign.KindOtherDigest: true, cosign.KindTooMany: true, cosign.KindInvalid: true,
-	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true,
+	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true, cosign.KindTooLarge: true,
 }
 
 // Verifies reports whether release asks for signatures of its source
@@ -135,6 +141,13 @@ func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Re
 	}
 	return sig, nil
 }
+
+// UnverifiedMaxAge is how long a verdict of SignatureUnverified is kept (at
+// most ResolveMaxAge), by the key of the verified ones: a loop of GET /diff
+// of a Release whose registry serves no signature that verifies (or a
+// signature manifest of 30 MiB) reads it once, not at each request. Short,
+// so that a digest signed since verifies soon; a refresh asks again.
+const UnverifiedMaxAge = 30 * time.Second
 
 // verifyOCI verifies the signatures of the artifact ref, which resolveOCI
 // resolved (r: its repository, client and credentials), with the policy
@@ -254,22 +267,42 @@ func (f *Fetcher) readVerifySecret(ctx context.Context, namespace, name string, 
 	return s, nil
 }
 
-// verdict runs check, or takes its verdict from the cache: kept for
-// ResolveMaxAge by namespace, origin, digest, provider and the digest of
-// the policy (keys, or trust root and identities), never across
-// namespaces or trust material.
+// verdict runs check, or takes its verdict from the cache: kept by
+// namespace, origin, digest, provider and the digest of the policy (keys,
+// or trust root and identities), never across namespaces or trust
+// material; a signature for ResolveMaxAge, a SignatureUnverified for
+// UnverifiedMaxAge unless ctx is a refresh's (WithFreshAfter) read before
+// it. A transient failure (the registry's) is not kept.
 func (f *Fetcher) verdict(ctx context.Context, namespace string, r *ociResolution, ref name.Digest, policy, where string, check func(context.Context) (*cosign.Signer, error)) (*subresourcesv1alpha1.SourceSignature, error) {
 	key := "verify\x00" + namespace + "\x00" + r.repo.String() + "\x00" + ref.DigestStr() + "\x00" + ProviderCosign + "\x00" + policy
-	if sig, ok := f.getSignature(key); f.countSignatureLookup(ok) {
+	since := f.freshAfter(ctx)
+	sig, ok := f.getSignature(key)
+	var refused error
+	if !ok {
+		refused = f.getUnverified(key, since)
+	}
+	if f.countSignatureLookup(ok || refused != nil) {
+		if refused != nil {
+			return nil, cosignFailure(where, refused)
+		}
 		return sig, nil
 	}
-	got, err := f.shared(ctx, namespace, key, func(ctx context.Context) (any, error) {
+	got, err := f.shared(ctx, namespace, key+freshFlight(since), func(ctx context.Context) (any, error) {
 		if sig, ok := f.getSignature(key); ok {
 			return sig, nil
 		}
+		if refused := f.getUnverified(key, since); refused != nil {
+			return nil, cosignFailure(where, refused)
+		}
 		signer, err := check(ctx)
 		if err != nil {
-			return nil, cosignFailure(where, err)
+			ferr := cosignFailure(where, err)
+			if failure.ReasonOf(ferr) == ReasonSignatureUnverified {
+				// The verdict, not its message: the next caller names its
+				// own source.
+				f.putUnverified(key, err)
+			}
+			return nil, ferr
 		}
 		sig := &subresourcesv1alpha1.SourceSignature{
 			Provider: ProviderCosign, Key: signer.Key, Fingerprint: signer.Fingerprint,
@@ -297,7 +330,8 @@ func cosignFailure(where string, err error) error {
 	return registryFailure(where+": reading the signatures", e.Err)
 }
 
-// countSignatureLookup counts a lookup of the verdict cache.
+// countSignatureLookup counts a lookup of the verdict cache: a hit is a
+// verdict kept, a signature or a SignatureUnverified.
 func (f *Fetcher) countSignatureLookup(hit bool) bool {
 	return f.countLookup(agecache.CacheSignature, hit)
 }

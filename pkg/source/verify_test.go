@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -328,4 +330,99 @@ func TestVerifyRevision(t *testing.T) {
 	sig, err = f.VerifyRevision(ctx, plain, inputs, nil)
 	require.NoError(t, err)
 	assert.Nil(t, sig, "no signature asked, none checked")
+}
+
+// A SignatureUnverified verdict is kept for UnverifiedMaxAge by the key of
+// the verified ones: twenty fetches of an unsigned digest, or of one whose
+// signature manifest is 30 MiB, read the signature tag once; a refresh
+// reads it again, so does another namespace, and anyone once the verdict
+// is older than UnverifiedMaxAge. A failure of the registry is not kept.
+func TestVerifyUnverifiedKept(t *testing.T) {
+	ctx := context.Background()
+	_, pub, err := cosigner.GenerateKey()
+	require.NoError(t, err)
+	keys := func(ns string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys"}, Data: map[string][]byte{"ci.pub": pub}}
+	}
+	inputs := inputsOf(keys("shop"), keys("other"))
+	hits := func() float64 {
+		v, err := testutil.GetCounterMetricValue(agecache.Lookups(agecache.CacheSignature, "hit"))
+		require.NoError(t, err)
+		return v
+	}
+	large := func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, ".sig") {
+			return false
+		}
+		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		w.Header().Set("Content-Length", strconv.Itoa(30<<20))
+		chunk := []byte(strings.Repeat(" ", 32<<10))
+		for range (30 << 20) / len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				break
+			}
+		}
+		return true
+	}
+	failing := func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, ".sig") {
+			return false
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return true
+	}
+	for _, tc := range []struct {
+		name   string
+		hook   func(w http.ResponseWriter, r *http.Request) bool
+		reason string
+		says   string
+		// kept: the verdict is kept; else fetches is how many read it.
+		kept    bool
+		fetches int
+	}{
+		{name: "no signature", reason: ReasonSignatureUnverified, says: "no signature of sha256:", kept: true, fetches: 20},
+		{name: "a signature manifest of 30 MiB", hook: large, reason: ReasonSignatureUnverified,
+			says: ".sig is 31457280 bytes, more than the limit of 1048576 bytes (its Content-Length: refused before it was read)", kept: true, fetches: 20},
+		{name: "the registry failing", hook: failing, reason: ReasonSourceUnreachable, says: "reading the signatures", fetches: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := startRegistry(t, ociregistry.Options{Hook: tc.hook})
+			_, err := reg.PushChart(ctx, "charts/web", "1", chartTGZ, []byte(`{"name":"web","version":"1.0.0"}`))
+			require.NoError(t, err)
+			f, clk := newFetcher(t)
+			rel := verified(reg.URL("charts/web"), "1", "keys")
+			sigReads := func() int { return count(reg.Requests(), http.MethodGet, ".sig") }
+			reg.Requests()
+			hitsBefore := hits()
+			for range tc.fetches {
+				ferr := fetchErr(t, f, rel, inputs, tc.reason)
+				assert.Contains(t, ferr.Message, tc.says)
+			}
+			if !tc.kept {
+				assert.GreaterOrEqual(t, sigReads(), tc.fetches, "read at each fetch")
+				assert.Equal(t, hitsBefore, hits())
+				return
+			}
+			assert.Equal(t, 1, sigReads(), "the signature tag read once")
+			assert.Equal(t, hitsBefore+float64(tc.fetches-1), hits(), "counted as hits of the signature cache")
+
+			clk.SetTime(clk.Now().Add(time.Second))
+			fetchErr(t, f, rel, inputs, tc.reason)
+			assert.Zero(t, sigReads(), "kept a second later")
+			_, err = f.Fetch(WithFreshAfter(ctx, clk.Now()), rel, inputs)
+			assert.Equal(t, tc.reason, failure.ReasonOf(err), "%v", err)
+			assert.Equal(t, 1, sigReads(), "a refresh reads it again")
+			fetchErr(t, f, rel, inputs, tc.reason)
+			assert.Zero(t, sigReads(), "what the refresh read serves the others")
+
+			other := verified(reg.URL("charts/web"), "1", "keys")
+			other.Namespace = "other"
+			fetchErr(t, f, other, inputs, tc.reason)
+			assert.Equal(t, 1, sigReads(), "never a verdict of another namespace")
+
+			clk.SetTime(clk.Now().Add(UnverifiedMaxAge))
+			fetchErr(t, f, rel, inputs, tc.reason)
+			assert.Equal(t, 1, sigReads(), "read again past UnverifiedMaxAge")
+		})
+	}
 }
