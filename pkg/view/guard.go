@@ -92,8 +92,12 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The canonical path, redirected to here and not by ServeMux, which
 	// knows no prefix: every Location stays under it.
 	if clean := cleanPath(sub); !slash || clean != sub {
-		to := url.URL{Path: g.base() + clean, RawQuery: r.URL.RawQuery}
-		http.Redirect(w, r, to.String(), http.StatusSeeOther)
+		// clean is escaped already: as it is, not escaped again.
+		to := g.base() + clean
+		if r.URL.RawQuery != "" {
+			to += "?" + r.URL.RawQuery
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
 	unescaped, err := url.PathUnescape(sub)

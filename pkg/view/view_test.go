@@ -179,6 +179,8 @@ func TestGuard(t *testing.T) {
 		{name: "the prefix alone: on to its root", method: "GET", host: addr, path: "/s/t0ken?sort=name", want: 303, location: "/s/t0ken/?sort=name"},
 		{name: "a path not clean: the clean one, under the prefix", method: "GET", host: addr, path: "/s/t0ken//evil.example/../static/view.css?x=1", want: 303, location: "/s/t0ken/static/view.css?x=1"},
 		{name: "dot-dot cannot leave the prefix", method: "GET", host: addr, path: "/s/t0ken/../../evil", want: 303, location: "/s/t0ken/evil"},
+		{name: "an escaped name stays escaped once in the redirect", method: "GET", host: addr, path: "/s/t0ken/namespaces/shop/releases/a%2Fb//", want: 303,
+			location: "/s/t0ken/namespaces/shop/releases/a%2Fb/"},
 		{name: "style sheet", method: "GET", host: addr, path: "/s/t0ken/static/view.css", want: 200},
 		{name: "icon", method: "GET", host: addr, path: "/s/t0ken/static/favicon.svg", want: 200},
 		{name: "favicon.ico", method: "GET", host: addr, path: "/s/t0ken/favicon.ico", want: 200},
