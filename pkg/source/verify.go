@@ -91,10 +91,10 @@ var cosignKinds = map[cosign.Kind]bool{
 	cosign.KindWrongIdentity: true, cosign.KindUntrusted: true, cosign.KindTooLarge: true,
 }
 
-// Verifies reports whether release asks for signatures of its source
+// verifies reports whether release asks for signatures of its source
 // (spec.source.ociRepository.verify): then neither a fresh render nor a
 // stored one reaches a compare unless what it was made from verifies.
-func Verifies(release *convoyv1alpha1.Release) bool {
+func verifies(release *convoyv1alpha1.Release) bool {
 	oci := release.Spec.Source.OCIRepository
 	return oci != nil && oci.Verify != nil
 }
@@ -110,7 +110,7 @@ func Verifies(release *convoyv1alpha1.Release) bool {
 // says: that it is what the render was made from rests on who may write
 // render Secrets (artifacts/admission/protect-render-store.yaml).
 func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
-	if !Verifies(release) {
+	if !verifies(release) {
 		return nil, nil
 	}
 	src := release.Spec.Source.OCIRepository
