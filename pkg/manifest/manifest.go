@@ -6,7 +6,6 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 // Error is a file that is not text, or a document of a file that does not
@@ -41,13 +39,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// ParseFile parses one file of manifests. A name ending .json holds one or
-// more concatenated JSON values; any other name holds YAML, with documents
-// separated by "---" lines. Empty documents (nothing, or only comments) are
-// skipped; a List is flattened. A file that holds a NUL byte is not text,
-// and is refused. where names the file in error messages; an error is an
-// *Error.
-func ParseFile(where, name string, content []byte) ([]*unstructured.Unstructured, error) {
+// ParseFile parses one file of manifests the way kubectl apply -f and
+// Helm's kube client read a stream (cli-runtime's StreamVisitor): with
+// apimachinery's YAMLOrJSONDecoder, which takes a stream that starts with
+// "{" for JSON values (and goes on as YAML after one value that is not
+// followed by another), and anything else for YAML documents separated by
+// "---" lines. A file's name does not choose the format, for kubectl
+// either. Empty documents
+// (nothing, or only comments) are skipped; a list is flattened
+// (ParseDocument). A file that holds a NUL byte is not text, and is
+// refused. where names the file in error messages; an error is an *Error.
+func ParseFile(where string, content []byte) ([]*unstructured.Unstructured, error) {
 	// Neither YAML nor JSON holds a NUL byte (YAML allows no control
 	// character but tab and line breaks, JSON none outside an escape), yet
 	// the YAML reader takes a file of NUL bytes for one empty document: a
@@ -57,51 +59,33 @@ func ParseFile(where, name string, content []byte) ([]*unstructured.Unstructured
 		return nil, &Error{Where: where, Err: fmt.Errorf("a NUL byte at offset %d: the file is not text, neither YAML nor JSON", i)}
 	}
 	var objs []*unstructured.Unstructured
-	add := func(doc int, data []byte) error {
-		got, err := ParseDocument(data)
-		if err != nil {
-			return &Error{Where: where, Doc: doc, Err: err}
-		}
-		objs = append(objs, got...)
-		return nil
-	}
-
-	if strings.HasSuffix(name, ".json") {
-		dec := json.NewDecoder(bytes.NewReader(content))
-		for doc := 1; ; doc++ {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
-				return objs, nil
-			} else if err != nil {
-				return nil, &Error{Where: where, Doc: doc, Err: err}
-			}
-			if err := add(doc, raw); err != nil {
-				return nil, err
-			}
-		}
-	}
-
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(content)))
+	// 4096: the look-ahead kubectl's StreamVisitor gives the decoder to
+	// tell JSON from YAML.
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(content), 4096)
 	for doc := 1; ; doc++ {
-		chunk, err := reader.Read()
-		if errors.Is(err, io.EOF) {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
 			return objs, nil
 		} else if err != nil {
 			return nil, &Error{Where: where, Doc: doc, Err: err}
 		}
-		data, err := yaml.YAMLToJSON(chunk)
+		got, err := ParseDocument(raw)
 		if err != nil {
 			return nil, &Error{Where: where, Doc: doc, Err: err}
 		}
-		if err := add(doc, data); err != nil {
-			return nil, err
-		}
+		objs = append(objs, got...)
 	}
 }
 
 // ParseDocument turns the JSON of one document into objects: none for an
-// empty document, the items of a List, else the one object. Each object must
-// have apiVersion, kind and metadata.name.
+// empty document, else the one object, or the objects of a list. A list is
+// what apimachinery's unstructured decoder takes for one, any document with
+// an "items" field (kind List, ConfigMapList, or any other), and kubectl's
+// builder flattens: its items, each an object, those of an item that is a
+// list in turn; an item with neither apiVersion nor kind gets the list's
+// apiVersion and its kind less "List" (a ConfigMapList's items are
+// ConfigMaps), as the decoder gives them. Each object must have
+// apiVersion, kind and metadata.name.
 func ParseDocument(data []byte) ([]*unstructured.Unstructured, error) {
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 || string(data) == "null" {
@@ -119,35 +103,63 @@ func ParseDocument(data []byte) ([]*unstructured.Unstructured, error) {
 	if len(obj) == 0 {
 		return nil, nil
 	}
-	u := &unstructured.Unstructured{Object: obj}
-	if u.GetKind() != "List" {
+	return flatten(obj, "", 0)
+}
+
+// maxListDepth bounds the lists within lists a document may nest.
+const maxListDepth = 8
+
+// flatten gives the objects of obj: obj itself, or the items of a list,
+// flattened. at names the item in errors ("List item 2: "); depth counts
+// the lists around obj.
+func flatten(obj map[string]any, at string, depth int) ([]*unstructured.Unstructured, error) {
+	rawItems, isList := obj["items"]
+	if !isList {
+		u := &unstructured.Unstructured{Object: obj}
 		if err := Validate(u); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s%w", at, err)
 		}
 		return []*unstructured.Unstructured{u}, nil
 	}
-
-	rawItems, found := obj["items"]
-	if !found || rawItems == nil {
+	if depth >= maxListDepth {
+		return nil, fmt.Errorf("%slists nested more than %d deep", at, maxListDepth)
+	}
+	if rawItems == nil {
 		return nil, nil
 	}
 	items, ok := rawItems.([]any)
 	if !ok {
-		return nil, fmt.Errorf("List items is not an array but %s", jsonType(rawItems))
+		return nil, fmt.Errorf("%s%s items is not an array but %s", at, kindOf(obj), jsonType(rawItems))
 	}
-	objs := make([]*unstructured.Unstructured, 0, len(items))
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	var objs []*unstructured.Unstructured
 	for i, item := range items {
+		where := fmt.Sprintf("%s%s item %d: ", at, kindOf(obj), i+1)
 		m, ok := item.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("List item %d: not an object but %s", i+1, jsonType(item))
+			return nil, fmt.Errorf("%snot an object but %s", where, jsonType(item))
 		}
-		iu := &unstructured.Unstructured{Object: m}
-		if err := Validate(iu); err != nil {
-			return nil, fmt.Errorf("List item %d: %w", i+1, err)
+		itemVersion, _ := m["apiVersion"].(string)
+		itemKind, _ := m["kind"].(string)
+		if itemVersion == "" && itemKind == "" {
+			m["apiVersion"], m["kind"] = apiVersion, strings.TrimSuffix(kind, "List")
 		}
-		objs = append(objs, iu)
+		got, err := flatten(m, where, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, got...)
 	}
 	return objs, nil
+}
+
+// kindOf names obj's kind in errors: "List" when it has none.
+func kindOf(obj map[string]any) string {
+	if kind, _ := obj["kind"].(string); kind != "" {
+		return kind
+	}
+	return "List"
 }
 
 // Validate checks that u has the fields that identify an object.

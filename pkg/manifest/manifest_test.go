@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,6 +26,28 @@ func TestParseFile(t *testing.T) {
 			want:    []string{"ConfigMap/a", "ConfigMap/b"}},
 		{name: "JSON read as YAML", file: "-", content: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}`,
 			want: []string{"ConfigMap/a"}},
+		// kubectl's builder reads a stream the same whatever the file is named.
+		{name: "YAML in a .json file", file: "a.json", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+			want: []string{"ConfigMap/a"}},
+		{name: "JSON, then YAML documents", file: "a.yaml",
+			content: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}` + "\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+			want:    []string{"ConfigMap/a", "Secret/s"}},
+		// The unstructured decoder takes any document with items for a
+		// list, and gives its items that name no apiVersion and no kind
+		// the list's apiVersion and its kind less "List".
+		{name: "a typed list", file: "a.yaml",
+			content: "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- {apiVersion: v1, kind: Secret, metadata: {name: s}}\n",
+			want:    []string{"ConfigMap/a", "Secret/s"}},
+		{name: "a list in a list", file: "a.yaml",
+			content: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  items: [{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}]\n",
+			want:    []string{"ConfigMap/a"}},
+		{name: "a list of no items", file: "a.yaml", content: "apiVersion: v1\nkind: List\nitems: null\n"},
+		{name: "items that are not an array", file: "a.yaml", content: "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\nitems: {a: 1}\n",
+			err: "a.yaml document 1: Gadget items is not an array but an object"},
+		{name: "an item of List with no kind", file: "a.yaml", content: "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: a}\n",
+			err: "a.yaml document 1: List item 1: object has no kind"},
+		{name: "lists nested too deep", file: "a.yaml", content: strings.Repeat("{kind: List, apiVersion: v1, items: [", 9) + strings.Repeat("]}", 9),
+			err: "lists nested more than 8 deep"},
 		{name: "no kind", file: "a.yaml", content: "apiVersion: v1\nmetadata: {name: a}\n---\nfoo: [", err: `a.yaml document 1: object has no kind (apiVersion "v1", name "a")`},
 		{name: "not YAML", file: "a.yaml", content: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nfoo: [", err: "a.yaml document 2: "},
 		{name: "a List item that is not an object", file: "a.yaml", content: "apiVersion: v1\nkind: List\nitems: [3]\n", err: "a.yaml document 1: List item 1: not an object but a number"},
@@ -34,7 +57,7 @@ func TestParseFile(t *testing.T) {
 		{name: "a NUL byte in JSON", file: "a.json", content: "{}\x00", err: "a.json: a NUL byte at offset 2: the file is not text"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			objs, err := ParseFile(tc.file, tc.file, []byte(tc.content))
+			objs, err := ParseFile(tc.file, []byte(tc.content))
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -51,7 +74,7 @@ func TestParseFile(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	objs, err := ParseFile("a.yaml", "a.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, generation: 3}\n"))
+	objs, err := ParseFile("a.yaml", []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, generation: 3}\n"))
 	require.NoError(t, err)
 	assert.IsType(t, int64(0), objs[0].Object["metadata"].(map[string]any)["generation"], "integers are int64")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
@@ -17,11 +16,9 @@ import (
 	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 )
 
 // renderChart renders a packaged Helm chart: it reads the Release's values
@@ -60,17 +57,19 @@ type ChartRequest struct {
 	MaxObjects int `json:"maxObjects"`
 }
 
-// templateChart templates a packaged Helm chart the way `helm template
-// --include-crds` does, with Helm's SDK and no cluster access:
+// templateChart templates a Helm chart into the objects helm install would
+// create from it, templated as helm template --no-hooks does, with Helm's
+// SDK and no cluster access (TestChartConformsToHelm compares with Helm's
+// own template action; docs/users/directories.md lists what differs):
 //
 //   - release name: the Release's name; namespace: spec.targetNamespace, else
 //     the Release's namespace; revision 1, IsInstall true;
-//   - capabilities: Helm's defaults (common.DefaultCapabilities), never the
-//     target cluster's; lookup returns nothing;
+//   - capabilities: those of helm template of the Helm linked (see
+//     capabilities), never the target cluster's; lookup returns nothing;
 //   - values: req.Values coalesced over the chart's values;
 //     values.schema.json is enforced (see validateValues);
 //   - the files of crds/ (of the chart and its enabled dependencies) are
-//     included as they are, untemplated;
+//     included untemplated, each parsed as it is, as helm install does;
 //   - NOTES.txt and partials (_*.tpl) give no objects;
 //   - hooks (objects annotated helm.sh/hook, with a known or unknown hook
 //     type) are left out: convoy's controller runs hooks itself and they
@@ -87,7 +86,7 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 	if typ := ch.Metadata.Type; typ != "" && typ != "application" {
 		return nil, failure.New(ReasonChartInvalid, nil, "%s: chart %s is a %s chart, which cannot be installed", where, ch.Name(), typ)
 	}
-	caps := common.DefaultCapabilities.Copy()
+	caps := capabilities().Copy()
 	if kv := ch.Metadata.KubeVersion; kv != "" && !chartutil.IsCompatibleRange(kv, caps.KubeVersion.String()) {
 		return nil, failure.New(ReasonChartInvalid, nil, "%s: chart %s requires kubeVersion %s, which is incompatible with Kubernetes %s (Helm's default capabilities)",
 			where, ch.Name(), kv, caps.KubeVersion.Version)
@@ -142,18 +141,25 @@ func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstr
 		return nil
 	}
 	for _, crd := range ch.CRDObjects() {
-		got, perr := parseFile(fmt.Sprintf("%s: chart file %s", where, crd.Filename), crd.Filename, crd.File.Data)
+		// As helm install reads them (installCRDs), not as helm template
+		// --include-crds prints them (followed by a newline): each file as
+		// it is, and one that holds no object refused.
+		file := fmt.Sprintf("%s: chart file %s", where, crd.Filename)
+		got, perr := parseFile(file, crd.File.Data)
 		if perr != nil {
 			return nil, perr
+		}
+		if len(got) == 0 {
+			return nil, failure.New(ReasonManifestInvalid, nil, "%s holds no object (helm install refuses such a file of crds/)", file)
 		}
 		if ferr := add(got); ferr != nil {
 			return nil, ferr
 		}
 	}
 	for _, m := range manifests {
-		got, perr := parseManifest(m)
+		got, perr := parseManifest(fmt.Sprintf("%s: chart template %s", where, m.Name), m)
 		if perr != nil {
-			return nil, failure.New(ReasonManifestInvalid, perr, "%s: chart template %s", where, m.Name)
+			return nil, perr
 		}
 		if ferr := add(got); ferr != nil {
 			return nil, ferr
@@ -180,14 +186,16 @@ func loadChart(req ChartRequest) (*chart.Chart, error) {
 	return loader.LoadFiles(files)
 }
 
-// parseManifest parses one document that Helm rendered.
-func parseManifest(m releaseutil.Manifest) ([]*unstructured.Unstructured, error) {
-	if strings.TrimSpace(m.Content) == "" {
-		return nil, nil
-	}
-	data, err := yaml.YAMLToJSON([]byte(m.Content))
-	if err != nil {
-		return nil, err
-	}
-	return manifest.ParseDocument(data)
+// parseManifest parses one document that Helm rendered as Helm's install
+// and template actions do: renderResources writes each document into the
+// release manifest as "---\n# Source: NAME\nCONTENT\n", and helm install
+// builds its objects from that text with kubectl's stream decoder
+// (manifest.ParseFile reads it so). The newline after the content is what
+// keeps the last line break of a block scalar ("|", ">") that ends a
+// document whose text has none, and the blank lines a "|+" keeps; the
+// comment line changes nothing, and is left out. SortManifests has split
+// the documents on every line that starts with "---", so the text holds
+// one document.
+func parseManifest(where string, m releaseutil.Manifest) ([]*unstructured.Unstructured, *failure.Error) {
+	return parseFile(where, []byte("---\n"+m.Content+"\n"))
 }

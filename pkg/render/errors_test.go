@@ -200,7 +200,7 @@ func TestRenderErrors(t *testing.T) {
 			},
 			release: release("app"),
 			reason:  ReasonManifestInvalid,
-			message: []string{"ConfigMap demo/app key a.yaml document 2: yaml: line 1"},
+			message: []string{"ConfigMap demo/app key a.yaml document 2: error converting YAML to JSON: yaml: line 1"},
 		},
 		{
 			name: "JSON that does not parse",

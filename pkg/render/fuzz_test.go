@@ -30,6 +30,8 @@ func FuzzManifests(f *testing.F) {
 		"{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"s\"}}",
 		"---\n---\n", "apiVersion: v1\nkind: ConfigMap\n", ":\n\t- x",
 		"\x00\x00\x00\x00", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n\x00",
+		"apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n- {kind: List, items: [{metadata: {name: b}}]}\n",
+		"{\"kind\": \"List\"}\n---\ndata:\n  t: |+\n    x\n\n",
 	} {
 		f.Add(seed)
 	}

@@ -28,7 +28,7 @@ func buildKustomization(req KustomizeRequest) ([]*unstructured.Unstructured, *fa
 	if err != nil {
 		return nil, asFailure(err)
 	}
-	objs, perr := parseFile(req.Where+": kustomize build", "build.yaml", out)
+	objs, perr := parseFile(req.Where+": kustomize build", out)
 	if perr != nil {
 		return nil, perr
 	}

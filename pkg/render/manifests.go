@@ -15,7 +15,7 @@ import (
 func renderManifests(files []source.File) ([]*unstructured.Unstructured, *failure.Error) {
 	var objs []*unstructured.Unstructured
 	for _, f := range files {
-		got, err := parseFile(f.Where, f.Name, f.Data)
+		got, err := parseFile(f.Where, f.Data)
 		if err != nil {
 			return nil, err
 		}
@@ -26,8 +26,8 @@ func renderManifests(files []source.File) ([]*unstructured.Unstructured, *failur
 
 // parseFile parses one file of manifests (manifest.ParseFile); a file that
 // is not text, or a document that does not parse, is ManifestInvalid.
-func parseFile(where, name string, content []byte) ([]*unstructured.Unstructured, *failure.Error) {
-	objs, err := manifest.ParseFile(where, name, content)
+func parseFile(where string, content []byte) ([]*unstructured.Unstructured, *failure.Error) {
+	objs, err := manifest.ParseFile(where, content)
 	if perr, ok := errors.AsType[*manifest.Error](err); ok && perr.Doc == 0 {
 		return nil, failure.New(ReasonManifestInvalid, perr.Err, "%s", perr.Where)
 	} else if ok {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -54,7 +55,7 @@ func readDir(t *testing.T, dir, prefix string) map[string]string {
 func kubectlKustomize(t *testing.T, dir, namespace string) map[string]*unstructured.Unstructured {
 	t.Helper()
 	out := mustKubectl(t, "", "", "kustomize", dir)
-	objs, err := manifest.ParseFile("kubectl kustomize", "out.yaml", []byte(out))
+	objs, err := manifest.ParseFile("kubectl kustomize", []byte(out))
 	require.NoError(t, err)
 	byKey := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
@@ -137,13 +138,29 @@ func TestKustomizeOverlayFromABundle(t *testing.T) {
 	waitInSync(t, ns, "podinfo", metav1.ConditionTrue, "InSync")
 }
 
+// blockDocuments is a file of ConfigMaps, one per block scalar header:
+// the block ends each document, then sits in the middle of one; the file
+// ends in a block with no final line break.
+func blockDocuments() string {
+	var docs []string
+	for i, hdr := range []string{"|", "|-", "|+", ">", ">-", ">+"} {
+		docs = append(docs, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: end-%d}\ndata:\n  text: %s\n    line one\n     indented\n    line two\n\n", i, hdr),
+			fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: middle-%d}\ndata:\n  text: %s\n    line one\n\n  after: x\n", i, hdr))
+	}
+	docs = append(docs, "# a comment-only document\n", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: last}\ndata:\n  text: |+\n    no line break")
+	return strings.Join(docs, "---\n")
+}
+
 // A kustomization among a ConfigMap's keys (a flat directory) goes round
-// the loop too, equal to kubectl kustomize of the same files.
+// the loop too, equal to kubectl kustomize of the same files, block
+// scalars of every header and documents of several per file included.
 func TestKustomizeFromAConfigMap(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	files := map[string]string{
-		"kustomization.yaml": "resources:\n- deploy.yaml\nnamePrefix: cm-\nconfigMapGenerator:\n- name: settings\n  literals: [color=blue]\nsecretGenerator:\n- name: token\n  literals: [token=abc]\npatches:\n- path: replicas.yaml\n",
+		"kustomization.yaml": "resources:\n- deploy.yaml\n- blocks.yaml\nnamePrefix: cm-\nconfigMapGenerator:\n- name: settings\n  literals: [color=blue]\n- name: conf\n  files: [app.conf]\nsecretGenerator:\n- name: token\n  literals: [token=abc]\npatches:\n- path: replicas.yaml\n",
+		"blocks.yaml":        blockDocuments(),
+		"app.conf":           "a = 1\n\n\n",
 		"deploy.yaml":        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n        envFrom:\n        - configMapRef: {name: settings}\n        - secretRef: {name: token}\n",
 		"replicas.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n",
 	}
