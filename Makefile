@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build image setup testbin test test-unit test-e2e verify run bench bench-fleet bench-view fuzz clean
+.PHONY: all build image setup modules testbin test test-unit test-e2e verify run bench bench-fleet bench-view fuzz clean
 
 all: build
 
@@ -45,41 +45,50 @@ image:
 		--source "$(IMAGE_SOURCE)" --revision "$(IMAGE_REVISION)" --version "$(VERSION)" --created "$(BUILD_DATE)" \
 		$(if $(IMAGE_PUSH),--push "$(IMAGE_PUSH)")
 
+# Each step of the tests runs as a phase (hack/phase.sh): its start and its
+# time are printed; with CONVOY_PHASES_DIR set (.ci/run sets it) its output
+# is kept there for hack/phase-report.sh.
+PHASE := hack/phase.sh
+
 ## testbin: build (once) kube-apiserver, kubectl and etcd into ~/.cache/convoy/testbin
 testbin:
-	@hack/testbin.sh >/dev/null
+	@$(PHASE) testbin sh -c 'hack/testbin.sh >/dev/null'
+
+## modules: download the Go modules of the build and the tests
+modules:
+	@$(PHASE) modules $(GO) mod download
 
 # The packages that need no control plane.
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane)
-# The e2e package takes about 8 minutes, more on a loaded machine: past go
-# test's default of 10.
+# The e2e package's deadline: far above its time, for a loaded machine.
 E2E_TIMEOUT ?= 40m
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
 ## and client, Chromium), installed where missing when run as root
 setup:
-	@hack/setup.sh
+	@$(PHASE) setup hack/setup.sh
 
-## test: unit tests with the race detector, then the e2e tests against a real
-## etcd and kube-apiserver
-test: setup test-unit testbin
-	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
+## test: every test, phase by phase, each phase's time printed: the module
+## downloads, the unit tests with the race detector, the control plane's
+## build (once), then its tests and the e2e tests against a real etcd and
+## kube-apiserver
+test: setup modules test-unit testbin
+	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
 
-# The unit tests' deadline per package: hack/image builds the server's
-# image, which on a machine with a cold build cache takes more than go test's
-# default of 10 minutes while the other packages compile beside it.
+# The unit tests' deadline per package, for a machine with a cold build
+# cache that compiles the other packages beside each.
 UNIT_TIMEOUT ?= 30m
 
 ## test-unit: unit tests with the race detector; then the Sandbox tests
 ## without it, whose child process (the test binary) must not carry the race
 ## detector's shadow memory into its RLIMIT_DATA
 test-unit: setup
-	$(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
-	$(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
-	cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...
+	@$(PHASE) unit $(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
+	@$(PHASE) sandbox $(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
+	@$(PHASE) promql sh -c 'cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...'
 
 test-e2e: setup testbin
-	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
+	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
 
 ## verify: generated code and reference pages are current, code is
 ## formatted and vetted, the Markdown's links name files and headings that exist

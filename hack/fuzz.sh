@@ -26,27 +26,60 @@ targets=(
   ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile ./pkg/cosign:FuzzParsePayload ./pkg/cosign:FuzzKeylessLayer
   ./pkg/view:FuzzRequest
 )
-failed=0
-for t in "${targets[@]}"; do
+# FUZZ_JOBS targets at once, each with -parallel of the cores shared
+# among them (at least 1): by default one target per 2 cores, so that a
+# 2-core machine runs one at a time with both workers, and a larger one
+# runs several. The output of a target is printed whole when it ends.
+cores=$(nproc 2>/dev/null || echo 2)
+FUZZ_JOBS=${FUZZ_JOBS:-$(( cores / 2 > 1 ? cores / 2 : 1 ))}
+workers=$(( cores / FUZZ_JOBS > 1 ? cores / FUZZ_JOBS : 1 ))
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+
+# fuzz_one TARGET: runs one target and writes its report and verdict
+# (0 passed, 1 failed) to $results/NAME.
+fuzz_one() {
+  local t=$1 pkg name corpus before after out status verdict=0
   pkg=${t%%:*} name=${t#*:}
   corpus="$pkg/testdata/fuzz/$name"
   before=$(ls "$corpus" 2>/dev/null | wc -l)
-  echo "fuzz $name ($pkg) for $FUZZTIME"
-  out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel 2 "$pkg" 2>&1)
+  out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel "$workers" "$pkg" 2>&1)
   status=$?
-  echo "$out" | grep -v '^fuzz: elapsed' | tail -n 20
-  echo "$out" | grep '^fuzz: elapsed' | tail -n 1
   after=$(ls "$corpus" 2>/dev/null | wc -l)
-  if [[ $status -ne 0 ]]; then
-    if [[ $after -gt $before ]]; then
-      echo "FAIL: $name found a failing input in $corpus"
-      failed=1
-    elif [[ $timed -eq 1 ]] && grep -q 'context deadline exceeded' <<<"$out"; then
-      echo "flake: $name ended with Go's fuzztime deadline race (golang/go#75804), no input written"
-    else
-      echo "FAIL: $name"
-      failed=1
+  {
+    echo "fuzz $name ($pkg) for $FUZZTIME"
+    echo "$out" | grep -v '^fuzz: elapsed' | tail -n 20
+    echo "$out" | grep '^fuzz: elapsed' | tail -n 1
+    if [[ $status -ne 0 ]]; then
+      if [[ $after -gt $before ]]; then
+        echo "FAIL: $name found a failing input in $corpus"
+        verdict=1
+      elif [[ $timed -eq 1 ]] && grep -q 'context deadline exceeded' <<<"$out"; then
+        echo "flake: $name ended with Go's fuzztime deadline race (golang/go#75804), no input written"
+      else
+        echo "FAIL: $name"
+        verdict=1
+      fi
     fi
+  } > "$results/$name.out"
+  echo "$verdict" > "$results/$name.verdict"
+  cat "$results/$name.out"
+}
+
+echo "fuzz: ${#targets[@]} targets, $FUZZ_JOBS at a time, -parallel $workers each"
+running=0
+for t in "${targets[@]}"; do
+  if [[ $running -ge $FUZZ_JOBS ]]; then
+    wait -n
+    running=$((running - 1))
   fi
+  fuzz_one "$t" &
+  running=$((running + 1))
+done
+wait
+failed=0
+for t in "${targets[@]}"; do
+  name=${t#*:}
+  [[ "$(cat "$results/$name.verdict" 2>/dev/null)" == 0 ]] || failed=1
 done
 exit $failed

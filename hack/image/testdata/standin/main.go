@@ -1,5 +1,6 @@
-// Command standin is a small binary for the tests of hack/image that do not
-// need the server itself: it prints its arguments.
+// Command standin is a small binary for the tests of hack/image, which
+// build it as the image builds the server: it prints its arguments and the
+// build date its -ldflags stamp.
 package main
 
 import (
@@ -7,6 +8,9 @@ import (
 	"os"
 )
 
+// buildDate is set with -ldflags -X, as pkg/version's is in the server.
+var buildDate = "unset"
+
 func main() {
-	fmt.Println("standin", os.Args[1:])
+	fmt.Println("standin", os.Args[1:], buildDate)
 }
