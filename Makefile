@@ -15,7 +15,7 @@ BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build image setup modules testbin test test-unit test-e2e verify run bench bench-fleet bench-view fuzz clean
+.PHONY: all build image setup modules testbin test test-unit unit-phases test-e2e verify run bench bench-fleet bench-view fuzz clean
 
 all: build
 
@@ -62,6 +62,8 @@ modules:
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane)
 # The e2e package's deadline: far above its time, for a loaded machine.
 E2E_TIMEOUT ?= 40m
+# How many e2e tests that call t.Parallel run at once.
+E2E_PARALLEL ?= 1
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
 ## and client, Chromium), installed where missing when run as root
@@ -69,11 +71,11 @@ setup:
 	@$(PHASE) setup hack/setup.sh
 
 ## test: every test, phase by phase, each phase's time printed: the module
-## downloads, the unit tests with the race detector, the control plane's
-## build (once), then its tests and the e2e tests against a real etcd and
-## kube-apiserver
-test: setup modules test-unit testbin
-	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
+## downloads, the unit tests with the race detector and, beside them, the
+## control plane's build (once), then its tests and the e2e tests against a
+## real etcd and kube-apiserver (hack/test.sh)
+test: setup modules
+	@GO="$(GO)" GOTEST_FLAGS="$(GOTEST_FLAGS)" UNIT_TIMEOUT="$(UNIT_TIMEOUT)" E2E_TIMEOUT="$(E2E_TIMEOUT)" E2E_PARALLEL="$(E2E_PARALLEL)" hack/test.sh
 
 # The unit tests' deadline per package, for a machine with a cold build
 # cache that compiles the other packages beside each.
@@ -82,13 +84,15 @@ UNIT_TIMEOUT ?= 30m
 ## test-unit: unit tests with the race detector; then the Sandbox tests
 ## without it, whose child process (the test binary) must not carry the race
 ## detector's shadow memory into its RLIMIT_DATA
-test-unit: setup
+test-unit: setup unit-phases
+
+unit-phases:
 	@$(PHASE) unit $(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
 	@$(PHASE) sandbox $(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
 	@$(PHASE) promql sh -c 'cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...'
 
 test-e2e: setup testbin
-	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
+	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -count=1 -v ./test/e2e/...
 
 ## verify: generated code and reference pages are current, code is
 ## formatted and vetted, the Markdown's links name files and headings that exist
