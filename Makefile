@@ -81,14 +81,16 @@ test: setup modules
 # cache that compiles the other packages beside each.
 UNIT_TIMEOUT ?= 30m
 
-## test-unit: unit tests with the race detector; then the Sandbox tests
-## without it, whose child process (the test binary) must not carry the race
-## detector's shadow memory into its RLIMIT_DATA
+## test-unit: unit tests with the race detector; then, without it, the
+## Sandbox tests, whose child process (the test binary) must not carry the
+## race detector's shadow memory into its RLIMIT_DATA, and the conformance
+## of charts with Helm's own template action (-tags helmconformance: its
+## dependencies are compiled once, not again for the race detector)
 test-unit: setup unit-phases
 
 unit-phases:
 	@$(PHASE) unit $(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
-	@$(PHASE) sandbox $(GO) test $(GOTEST_FLAGS) -run '^TestSandbox' ./pkg/render/
+	@$(PHASE) norace $(GO) test $(GOTEST_FLAGS) -tags helmconformance -run '^(TestSandbox|TestChartConformsToHelm|TestHelmCasesHoldEveryChomper)' ./pkg/render/
 	@$(PHASE) promql sh -c 'cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...'
 
 test-e2e: setup testbin
@@ -101,6 +103,7 @@ verify:
 	$(GO) test -count=1 ./internal/docscheck/
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags helmconformance ./pkg/render/
 	cd hack/tools/testbin && $(GO) mod verify >/dev/null
 	cd hack/tools/promql && $(GO) mod verify >/dev/null && $(GO) vet ./...
 
