@@ -39,6 +39,7 @@ func ownersOf(t *testing.T, d subresourcesv1alpha1.ReleaseDiff, path string) sub
 // plugin's diff and its CHANGED-BY column name them. An update that resets
 // managedFields leaves its change unowned; a Missing object has no owners.
 func TestDriftExplained(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
@@ -153,6 +154,8 @@ func TestDriftExplained(t *testing.T) {
 // requests back off instead of one per pass; when the controller stops, the
 // Release heals once more and the contest ends.
 func TestDriftContested(t *testing.T) {
+	// Not parallel: it reads the server's /metrics, and counts passes and sync
+	// requests in a fixed sleep.
 	ns, requests, stopContending := contestedRelease(t)
 
 	var contested subresourcesv1alpha1.ContestedField
