@@ -54,6 +54,13 @@ UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane
 # The e2e package takes about 8 minutes, more on a loaded machine: past go
 # test's default of 10.
 E2E_TIMEOUT ?= 40m
+# Tests of the e2e package that run at once (go test -parallel; the default
+# is GOMAXPROCS; internal/controlplane has no parallel test). Only the tests
+# that work in namespaces of their own are parallel, and Go runs them after
+# the others. On a 2-core machine 4 of them keep both cores busy (they wait
+# on the API server, but each kubectl they run costs CPU): more adds no
+# speed, only slower passes towards the deadlines of their waits.
+E2E_PARALLEL ?= 4
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
 ## and client, Chromium), installed where missing when run as root
@@ -63,7 +70,7 @@ setup:
 ## test: unit tests with the race detector, then the e2e tests against a real
 ## etcd and kube-apiserver
 test: setup test-unit testbin
-	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) ./internal/controlplane/... ./test/e2e/...
+	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) ./internal/controlplane/... ./test/e2e/...
 
 # The unit tests' deadline per package: hack/image builds the server's
 # image, which on a machine with a cold build cache takes more than go test's
@@ -79,7 +86,7 @@ test-unit: setup
 	cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...
 
 test-e2e: setup testbin
-	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -count=1 -v ./test/e2e/...
+	CONVOY_TESTBIN=$$(hack/testbin.sh) $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -count=1 -v ./test/e2e/...
 
 ## verify: generated code and reference pages are current, code is
 ## formatted and vetted, the Markdown's links name files and headings that exist
