@@ -62,8 +62,13 @@ modules:
 UNIT_PKGS = $$($(GO) list ./... | grep -v -e /test/e2e -e /internal/controlplane)
 # The e2e package's deadline: far above its time, for a loaded machine.
 E2E_TIMEOUT ?= 40m
-# How many e2e tests that call t.Parallel run at once.
-E2E_PARALLEL ?= 1
+# Tests of the e2e package that run at once (go test -parallel; the default
+# is GOMAXPROCS; internal/controlplane has no parallel test). Only the tests
+# that work in namespaces of their own are parallel, and Go runs them after
+# the others. On a 2-core machine 4 of them keep both cores busy (they wait
+# on the API server, but each kubectl they run costs CPU): more adds no
+# speed, only slower passes towards the deadlines of their waits.
+E2E_PARALLEL ?= 4
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
 ## and client, Chromium), installed where missing when run as root

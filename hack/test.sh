@@ -12,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 GO=${GO:-go}
 GOTEST_FLAGS=${GOTEST_FLAGS:-}
 E2E_TIMEOUT=${E2E_TIMEOUT:-40m}
-E2E_PARALLEL=${E2E_PARALLEL:-1}
+E2E_PARALLEL=${E2E_PARALLEL:-4}
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -56,6 +56,8 @@ func applyPolicy(t *testing.T, file string, edit func(string) string, refused fu
 // its verify taken away); an update of metadata alone is let through.
 // Other namespaces are left alone.
 func TestRequireSignedSourcesPolicy(t *testing.T) {
+	// Not parallel: it applies a cluster-scoped ValidatingAdmissionPolicy and
+	// its binding.
 	required, free := newNamespace(t), newNamespace(t)
 	mustKubectl(t, "", "", "label", "namespace", required, "convoy.kumodo.io/require-signatures=true")
 	release := func(ns, name, source string) string {
@@ -145,6 +147,8 @@ func renderSecret(t *testing.T, ns, release string, resolved string, objs ...str
 // controller stored; it may still write other Secrets, delete render
 // Secrets, and update what the garbage collector updates.
 func TestProtectRenderStorePolicy(t *testing.T) {
+	// Not parallel: it applies a cluster-scoped ValidatingAdmissionPolicy and
+	// its binding.
 	ctx := context.Background()
 	ns := newNamespace(t)
 	tenant := "tenant-" + ns

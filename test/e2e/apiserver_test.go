@@ -15,6 +15,7 @@ import (
 )
 
 func TestDiscoveryListsSubresources(t *testing.T) {
+	t.Parallel()
 	out := mustKubectl(t, "", "", "get", "--raw", subresourcesAPI)
 	var list metav1.APIResourceList
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
@@ -43,12 +44,14 @@ func TestDiscoveryListsSubresources(t *testing.T) {
 }
 
 func TestAPIServiceAvailable(t *testing.T) {
+	t.Parallel()
 	out := mustKubectl(t, "", "", "get", "apiservice", "v1alpha1.subresources.convoy.kumodo.io",
 		"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status}`)
 	assert.Equal(t, "True", out)
 }
 
 func TestCRDsAreNotShadowed(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newRelease(t, ns, "web")
 
@@ -68,6 +71,7 @@ func TestCRDsAreNotShadowed(t *testing.T) {
 // The aggregator downloads the specs of an APIService in the background
 // after it becomes Available, so both are polled for.
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"/openapi/v3/apis/subresources.convoy.kumodo.io/v1alpha1", "/openapi/v2"} {
 		eventually(t, "ReleaseSync in "+path, func(context.Context) error {
 			r := kubectl(t, "", "", "get", "--raw", path)

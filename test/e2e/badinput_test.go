@@ -94,6 +94,9 @@ func peakMemoryOf(t *testing.T, pid int) int64 {
 // Each bad input ends with a clear reason, the Releases next to it keep
 // being checked, and the server keeps serving.
 func TestBadInputs(t *testing.T) {
+	// Not parallel: it counts the render processes of the machine and reads
+	// the server's peak memory; its runaway chart holds a render slot for
+	// --render-timeout.
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "control", webManifests("blue", "1.0"))
 	newStandIn(t).apply(ns, "control")
@@ -238,5 +241,6 @@ func TestBadInputs(t *testing.T) {
 // kernel's network filter (pkg/render: the probe child's sockets were
 // refused), and says so on /metrics.
 func TestRenderProcessesWithoutNetwork(t *testing.T) {
+	// Not parallel: it reads the server's /metrics.
 	assert.Equal(t, "1", metric(t, env.cp.ConvoyAPIServer(), "convoy_render_network_filter"))
 }

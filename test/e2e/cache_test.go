@@ -32,6 +32,8 @@ func touch(t *testing.T, namespace, name, interval string) {
 // changed between two passes is found at the next pass, and a Release whose
 // source changed is rendered again.
 func TestCacheFindsWhatChanged(t *testing.T) {
+	// Not parallel: its quiet window, pass count and pastTheLists are timed
+	// for an idle server.
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), hourly)
@@ -60,6 +62,8 @@ func TestCacheFindsWhatChanged(t *testing.T) {
 // The loop (shared LISTs, reused renders and compares) and GET /diff (every
 // object read) give the same answers.
 func TestCacheAgreesWithTheDiff(t *testing.T) {
+	// Not parallel: pastTheLists is timed for the LIST freshness of an idle
+	// server.
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
 	for _, name := range []string{"same", "scaled", "missing"} {
@@ -109,6 +113,7 @@ spec:
 // Release stayed Drifted. With a LIST after a spec change too, the second
 // check fails.
 func TestWhichPassesListAgain(t *testing.T) {
+	// Not parallel: it replaces convoy-apiserver with one of other flags.
 	replaceConvoy(t, "--list-freshness=10m")
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), hourly)

@@ -27,6 +27,7 @@ func table(t *testing.T, out, name string) (header, row []string) {
 }
 
 func TestPrinterColumns(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	applied := newStandIn(t).apply(ns, "web")

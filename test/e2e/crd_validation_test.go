@@ -12,6 +12,7 @@ import (
 )
 
 func TestCRDValidation(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	release := func(spec string) string {
 		return fmt.Sprintf("apiVersion: convoy.kumodo.io/v1alpha1\nkind: Release\nmetadata:\n  name: r\n  namespace: %s\nspec:\n%s", ns, spec)
@@ -149,6 +150,7 @@ spec: {rules: []}`, wantErr: "spec.rules"},
 }
 
 func TestCRDDefaults(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	out := mustKubectl(t, "", fmt.Sprintf(`apiVersion: convoy.kumodo.io/v1alpha1
 kind: Release

@@ -40,6 +40,7 @@ spec:
 // defaults (built-in and CRD schema) and admission mutations are on both
 // sides and do not show as drift.
 func TestDriftServerDefaultsAndMutatingPolicy(t *testing.T) {
+	// Not parallel: it creates a CRD and a cluster-scoped MutatingAdmissionPolicy.
 	mustKubectl(t, "", gadgetCRD, "apply", "-f", "-")
 	mustKubectl(t, "", "", "wait", "--for=condition=Established", "crd/gadgets.e2e.convoy.test")
 

@@ -175,6 +175,7 @@ func renderedDeployment(t *testing.T, objs []*unstructured.Unstructured) *appsv1
 // that every namespaced object names its namespace (kube-system only for the
 // authentication-reader binding) and that the objects agree with each other.
 func TestDeployRender(t *testing.T) {
+	t.Parallel()
 	rendered := kustomize(t, filepath.Join(env.root, deployDir))
 
 	// Exactly the sources, unchanged: kustomize moved no namespace and
@@ -363,6 +364,7 @@ func TestDeployRender(t *testing.T) {
 // TestDeployDevOverlay renders artifacts/deploy/dev: the same objects, only
 // without the TLS flags and with an APIService that skips verification.
 func TestDeployDevOverlay(t *testing.T) {
+	t.Parallel()
 	base := byKey(t, kustomize(t, filepath.Join(env.root, deployDir)))
 	devObjs := kustomize(t, filepath.Join(env.root, deployDevDir))
 	dev := byKey(t, devObjs)
@@ -408,6 +410,7 @@ func toAnySlice(s []string) []any {
 // annotation names writes the Secret the Deployment mounts, for the Service's
 // DNS name, from a CA Issuer whose CA comes from the self-signed Issuer.
 func TestDeployCertManagerComponent(t *testing.T) {
+	t.Parallel()
 	overlay := t.TempDir()
 	rel := func(p string) string {
 		r, err := filepath.Rel(overlay, filepath.Join(env.root, p))
@@ -454,6 +457,7 @@ func TestDeployCertManagerComponent(t *testing.T) {
 // TestDeployCopiesAreCurrent fails when artifacts/deploy/base/copies differs
 // from artifacts/crds, artifacts/rbac or artifacts/rules.
 func TestDeployCopiesAreCurrent(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{"crds", "rbac", "rules"} {
 		src, err := filepath.Glob(filepath.Join(env.root, "artifacts", dir, "*.yaml"))
 		require.NoError(t, err)
@@ -479,6 +483,7 @@ func TestDeployCopiesAreCurrent(t *testing.T) {
 // both Deployments: with --help it parses every flag and value and exits 0,
 // and an unknown flag or a bad value exits 1.
 func TestDeployArgsParse(t *testing.T) {
+	t.Parallel()
 	run := func(args ...string) (string, error) {
 		cmd := exec.Command(env.convoyBin, args...)
 		out, err := cmd.CombinedOutput()
@@ -515,6 +520,7 @@ const harnessFieldManager = "convoy-controlplane"
 // value"), and its APIService has a caBundle (merged with the dev overlay's
 // insecureSkipTLSVerify: refused). Nothing is changed: it is a dry run.
 func TestDeployServerDryRun(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{deployDir, deployDevDir} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			n := len(kustomize(t, filepath.Join(env.root, dir)))
@@ -534,6 +540,7 @@ func TestDeployServerDryRun(t *testing.T) {
 // says, switches it to the dev overlay and back, and checks what the objects
 // look like there.
 func TestDeployFreshCluster(t *testing.T) {
+	// Not parallel: it starts a kube-apiserver of its own.
 	ctx := context.Background()
 	target, err := env.cp.StartTargetCluster(ctx, "deploy")
 	require.NoError(t, err)
@@ -633,6 +640,7 @@ func TestDeployFreshCluster(t *testing.T) {
 // arguments where the Secret is not mounted: it must exit at once and name
 // the file (the Secret volume is optional, so this is what a Pod shows).
 func TestDeployMissingServingCert(t *testing.T) {
+	// Not parallel: it runs another convoy-apiserver.
 	args := renderedDeployment(t, kustomize(t, filepath.Join(env.root, deployDir))).Spec.Template.Spec.Containers[0].Args
 	_, err := os.Stat("/var/run/serving-cert/tls.crt")
 	require.True(t, os.IsNotExist(err), "this machine has /var/run/serving-cert/tls.crt")
@@ -650,6 +658,8 @@ func TestDeployMissingServingCert(t *testing.T) {
 // arguments (plus a local port and kubeconfig): it must serve a self-signed
 // certificate it made in memory, writing no file.
 func TestDeployDevSelfSignedCert(t *testing.T) {
+	// Not parallel: it runs a second convoy-apiserver, with leader election,
+	// on the control plane.
 	args := renderedDeployment(t, kustomize(t, filepath.Join(env.root, deployDevDir))).Spec.Template.Spec.Containers[0].Args
 	port := closedPort(t)
 	kubeconfig := filepath.Join(env.cp.Dir(), "convoy.kubeconfig") // the ServiceAccount's token, as in a Pod
@@ -712,6 +722,8 @@ func TestDeployDevSelfSignedCert(t *testing.T) {
 // them in a namespace, and that the built-in view, edit and admin roles
 // select them for aggregation.
 func TestDeployUserRoles(t *testing.T) {
+	// Not parallel: it applies the cluster-scoped ClusterRoles convoy-view and
+	// convoy-edit, which view, edit and admin aggregate.
 	ctx := context.Background()
 	mustKubectl(t, "", "", "apply", "--server-side", "--force-conflicts", "--field-manager="+deployFieldManager,
 		"-f", filepath.Join(env.root, userRolesFile))

@@ -114,6 +114,7 @@ func objectDiff(t *testing.T, d subresourcesv1alpha1.ReleaseDiff, kind, name str
 }
 
 func TestDriftAppliedReleaseIsInSync(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	applied := newStandIn(t).apply(ns, "web")
@@ -133,6 +134,7 @@ func TestDriftAppliedReleaseIsInSync(t *testing.T) {
 }
 
 func TestDriftScaledDeployment(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	newStandIn(t).apply(ns, "web")
@@ -172,6 +174,8 @@ func TestDriftScaledDeployment(t *testing.T) {
 }
 
 func TestDriftIgnoresFieldsOfOtherManagersAndDefaults(t *testing.T) {
+	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
+	// server.
 	ns := newNamespace(t)
 	files := webManifests("blue", "1.0")
 	files["service.yaml"] = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n"
@@ -203,6 +207,7 @@ func TestDriftIgnoresFieldsOfOtherManagersAndDefaults(t *testing.T) {
 }
 
 func TestDriftMissingObjectAndSecretValue(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const before, after = "hunter2-before", "hunter2-after"
 	files := webManifests("blue", "1.0")
@@ -246,6 +251,7 @@ func TestDriftMissingObjectAndSecretValue(t *testing.T) {
 }
 
 func TestDriftManualModeNewRender(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	standIn := newStandIn(t)
@@ -265,6 +271,8 @@ func TestDriftManualModeNewRender(t *testing.T) {
 }
 
 func TestDriftAutomaticModeRequestsSync(t *testing.T) {
+	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
+	// server.
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
 	// Before the first apply every object is Missing: that is drift too, and
@@ -305,6 +313,7 @@ func TestDriftAutomaticModeRequestsSync(t *testing.T) {
 }
 
 func TestDriftPinnedAndStoredRenders(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	standIn := newStandIn(t)
@@ -335,6 +344,8 @@ func TestDriftPinnedAndStoredRenders(t *testing.T) {
 }
 
 func TestDriftResourceVersionStable(t *testing.T) {
+	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
+	// server.
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	newStandIn(t).apply(ns, "web")
@@ -356,6 +367,7 @@ func TestDriftResourceVersionStable(t *testing.T) {
 }
 
 func TestDiffRBAC(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	grant(t, ns, "heidi", subresourceRule("diff", "get"))

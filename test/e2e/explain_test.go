@@ -39,6 +39,7 @@ func ownersOf(t *testing.T, d subresourcesv1alpha1.ReleaseDiff, path string) sub
 // plugin's diff and its CHANGED-BY column name them. An update that resets
 // managedFields leaves its change unowned; a Missing object has no owners.
 func TestDriftExplained(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
@@ -68,6 +69,23 @@ func TestDriftExplained(t *testing.T) {
 	}
 
 	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
+	// Each change shows at the first pass whose LIST of Deployments is newer
+	// than it: the first Drifted may come from a pass between the scale and
+	// the patch (TestDriftMissingObjectAndSecretValue), and name the scale
+	// alone. The condition of a later pass names the three.
+	eventually(t, "InSync names who made each change", func(context.Context) error {
+		c := inSyncOf(t, ns, "web")
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Drifted" {
+			return fmt.Errorf("InSync is %+v", c)
+		}
+		for _, who := range []string{"kubectl (scale) at an unknown time", "intruder at ", "kubectl-edit at "} {
+			if !strings.Contains(c.Message, who) {
+				return fmt.Errorf("no %q in InSync: %s", who, c.Message)
+			}
+		}
+		cond = *c
+		return nil
+	})
 	diff := getDiff(t, ns, "web", "")
 	replicas := ownersOf(t, diff, "spec.replicas")
 	require.Len(t, replicas.Owners, 1, "%+v", replicas)
@@ -153,6 +171,8 @@ func TestDriftExplained(t *testing.T) {
 // requests back off instead of one per pass; when the controller stops, the
 // Release heals once more and the contest ends.
 func TestDriftContested(t *testing.T) {
+	// Not parallel: it reads the server's /metrics, and counts passes and sync
+	// requests in a fixed sleep.
 	ns, requests, stopContending := contestedRelease(t)
 
 	var contested subresourcesv1alpha1.ContestedField

@@ -18,6 +18,7 @@ import (
 // extraObjects of /diff and by the plugin while it exists; InSync keeps
 // counting only the declared objects.
 func TestDiffExtraObjects(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	applied := newStandIn(t).apply(ns, "web")

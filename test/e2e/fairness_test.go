@@ -122,6 +122,7 @@ func metricFloat(t *testing.T, p *controlplane.ConvoyProcess, series string) flo
 // meanwhile, shows its new spec within one fetch timeout plus its
 // interval; the loop stays on time throughout.
 func TestFairLoopsHangingSources(t *testing.T) {
+	// Not parallel: it starts a second replica and measures its loop's lateness.
 	const (
 		fetchTimeout = 20 * time.Second
 		interval     = 10 * time.Second

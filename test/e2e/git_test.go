@@ -76,6 +76,7 @@ func monorepo(t *testing.T, color string) gitserver.Tree {
 // InSync once the stand-in applied it. A moved branch makes a Release in
 // manual mode Drifted, naming the new commit, until a sync.
 func TestGitSources(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
 	g := startGitRepo(t, gitserver.Options{})
@@ -125,6 +126,7 @@ func TestGitSources(t *testing.T) {
 // Basic auth from a Secret, read as the Release; without it the server's
 // refusal is the cause.
 func TestGitCredentials(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	g := startGitRepo(t, gitserver.Options{Username: "bob", Password: "s3cret"})
@@ -146,6 +148,7 @@ func TestGitCredentials(t *testing.T) {
 // the server keeps serving the others; a remote kustomize resource makes no
 // request; a path out of the repository is refused by the CRD.
 func TestGitHostile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	var remote atomic.Int32
@@ -212,6 +215,7 @@ func TestGitHostile(t *testing.T) {
 // per --source-resolve-max-age (2s here) for all of them together and no
 // fetch, counted at the server.
 func TestGitManyReleasesOneListing(t *testing.T) {
+	// Not parallel: it counts the listings the server sends in a fixed window.
 	standIn := newStandIn(t)
 	g := startGitRepo(t, gitserver.Options{})
 	g.commit(t, "main", monorepo(t, "blue"))
@@ -240,6 +244,7 @@ func TestGitManyReleasesOneListing(t *testing.T) {
 // lists another key for the host is refused (GitHostKeyRefused; the unit
 // test TestGitSSH checks that no git-upload-pack runs then).
 func TestGitSSH(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	root := t.TempDir()

@@ -108,6 +108,7 @@ func failOver(t *testing.T, leader, follower *controlplane.ConvoyProcess) {
 }
 
 func TestHAOneReplicaRunsTheLoops(t *testing.T) {
+	// Not parallel: it starts a second replica and stops the leader.
 	first, second := startSecondReplica(t)
 
 	ns := newNamespace(t)
@@ -167,6 +168,8 @@ func contestedOn(t *testing.T, p *controlplane.ConvoyProcess, namespace string) 
 // off (the e2e suite's --contest-max-backoff, 16s) instead of healing at each
 // pass and counting the take-backs again.
 func TestHAContestSurvivesFailover(t *testing.T) {
+	// Not parallel: it starts a second replica, stops the leader, and counts
+	// passes and sync requests in a fixed sleep.
 	first, second := startSecondReplica(t)
 	ns, requests, _ := contestedRelease(t)
 

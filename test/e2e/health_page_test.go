@@ -54,6 +54,7 @@ func waitSyncNote(t *testing.T, namespace, note string) {
 // 1 still at render A and healthy, wave 0 of render B becoming healthy wakes
 // the controller. The applied waves are those of the current render.
 func TestHealthWakesTheControllerAtAHeldWave(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	standIn := newStandIn(t)
@@ -83,6 +84,7 @@ func TestHealthWakesTheControllerAtAHeldWave(t *testing.T) {
 // "A rule that does not return a bool is also an evaluation error": the
 // resource is Unknown, the Release is assessed (not Cannot assess).
 func TestHealthRuleThatDoesNotReturnABool(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	mustKubectl(t, "", `apiVersion: convoy.kumodo.io/v1alpha1
 kind: HealthRuleSet
@@ -109,6 +111,7 @@ spec:
 // Suspended state it is set only while a resource is Suspended
 // (TestHealthSuspendedPausedDeployment), never to 0.
 func TestHealthSummarySuspendedOnlyWhenSuspended(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "assessed", webManifests("blue", "1.0"), assessed(0))
 	newDriftRelease(t, ns, "plain", webManifests("green", "1.0"))
@@ -133,6 +136,7 @@ func TestHealthSummarySuspendedOnlyWhenSuspended(t *testing.T) {
 // "No rule applies. The resource is Healthy. The observer does not read it
 // from the cluster." Even of a kind the cluster does not serve.
 func TestHealthNoRuleAppliesToAKindTheClusterDoesNotServe(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	standIn := newStandIn(t)

@@ -107,6 +107,7 @@ func healthPath(namespace, name string) string {
 }
 
 func TestHealthProgressingDegradedHealthyAcrossRestart(t *testing.T) {
+	// Not parallel: it restarts convoy-apiserver.
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(8*time.Second))
 	newStandIn(t).apply(ns, "web")
@@ -149,6 +150,7 @@ func TestHealthProgressingDegradedHealthyAcrossRestart(t *testing.T) {
 }
 
 func TestHealthConditionSituations(t *testing.T) {
+	t.Parallel()
 	t.Run("NotConfigured", func(t *testing.T) {
 		ns := newNamespace(t)
 		newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
@@ -234,6 +236,8 @@ spec:
 }
 
 func TestHealthAssessedRenderRefAndSyncRequests(t *testing.T) {
+	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
+	// server.
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	standIn := newStandIn(t)
@@ -294,6 +298,7 @@ func TestHealthAssessedRenderRefAndSyncRequests(t *testing.T) {
 }
 
 func TestHealthHookCompletion(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	files := webManifests("blue", "1.0")
 	files["job.yaml"] = `apiVersion: batch/v1
@@ -344,6 +349,7 @@ spec:
 }
 
 func TestHealthSubresource(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	applied := newStandIn(t).apply(ns, "web")

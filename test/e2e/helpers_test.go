@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +46,11 @@ func convoyClient(t *testing.T) convoyclient.Interface {
 }
 
 var nsCounter atomic.Int32
+
+// A test that works only in namespaces of its own (newNamespace and the
+// like), with the helpers here, calls t.Parallel(); one that does not says
+// why in its first line. Go runs the parallel tests after all the others,
+// so a test that is not parallel runs alone.
 
 // newNamespace creates a namespace of its own for a test, whose
 // ServiceAccounts, the identities its Releases act as, may do everything in
@@ -144,11 +150,21 @@ func mustKubectl(t *testing.T, kubeconfig, stdin string, args ...string) string 
 	return r.stdout
 }
 
-// user returns the kubeconfig of a user with no rights beyond RBAC.
+// userKubeconfigs guards the kubeconfig files the control plane writes for
+// users, one per name: tests that run at once may name the same user, and a
+// file written while another test's kubectl reads it is read half-written.
+var userKubeconfigs sync.Mutex
+
+// user returns the kubeconfig of a user with no rights beyond RBAC, in a
+// file of the test's own.
 func user(t *testing.T, name string) string {
 	t.Helper()
-	path, _, err := env.cp.UserKubeconfig(name)
+	userKubeconfigs.Lock()
+	defer userKubeconfigs.Unlock()
+	shared, _, err := env.cp.UserKubeconfig(name)
 	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), filepath.Base(shared))
+	require.NoError(t, os.WriteFile(path, readFile(t, shared), 0o600))
 	return path
 }
 

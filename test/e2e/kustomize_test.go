@@ -104,6 +104,7 @@ func keysOf[V any](m map[string]V) []string {
 // applies it and the Release is InSync; a new bundle whose overlay patch
 // changes makes it Drifted (manual mode) until a sync.
 func TestKustomizeOverlayFromABundle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
@@ -155,6 +156,7 @@ func blockDocuments() string {
 // the loop too, equal to kubectl kustomize of the same files, block
 // scalars of every header and documents of several per file included.
 func TestKustomizeFromAConfigMap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	files := map[string]string{
@@ -180,6 +182,7 @@ func TestKustomizeFromAConfigMap(t *testing.T) {
 // server they name on loopback gets no request; a path out of the bundle
 // is refused by the CRD; a path that names nothing is PathNotFound.
 func TestKustomizeRefusals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	var requests atomic.Int32

@@ -85,6 +85,8 @@ func monitoringNames(t *testing.T) []string {
 // hack/gen-docs writes from what pkg/metricset declares, and its tests check
 // against the server's registry).
 func TestMetricsForMonitoring(t *testing.T) {
+	// Not parallel: it binds a ClusterRole in the namespace monitoring and
+	// scrapes the server's /metrics.
 	ctx := context.Background()
 	c := kubeClient(t)
 	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "monitoring"}}, metav1.CreateOptions{})

@@ -22,6 +22,7 @@ import (
 // release wait's exit codes, health --exit-code, and wait ending early on
 // Degraded.
 func TestPluginWait(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 
@@ -79,6 +80,7 @@ func TestPluginWait(t *testing.T) {
 }
 
 func TestPluginList(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	newDriftRelease(t, ns, "api", webManifests("green", "1.0"))
@@ -156,6 +158,7 @@ func TestPluginList(t *testing.T) {
 }
 
 func TestPluginGet(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0), automatic)
 	applied := newStandIn(t).apply(ns, "web")

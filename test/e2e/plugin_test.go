@@ -126,6 +126,7 @@ func unmarshal(t *testing.T, out string, v any) {
 }
 
 func TestPluginHealth(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	applied := newStandIn(t).apply(ns, "web")
@@ -168,6 +169,7 @@ func TestPluginHealth(t *testing.T) {
 }
 
 func TestPluginDiff(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	applied := newStandIn(t).apply(ns, "web")
@@ -223,6 +225,7 @@ func TestPluginDiff(t *testing.T) {
 }
 
 func TestPluginDiffRender(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	standIn := newStandIn(t)
@@ -256,6 +259,7 @@ func TestPluginDiffRender(t *testing.T) {
 }
 
 func TestPluginDiffUndetermined(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "far", webManifests("blue", "1.0"), onCluster("nowhere"))
 	newRelease(t, ns, "nosource") // its ConfigMap nosource-manifests does not exist
@@ -300,6 +304,7 @@ func yamlStream(t *testing.T, stream string) []*unstructured.Unstructured {
 }
 
 func TestPluginPreview(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	standIn := newStandIn(t)
@@ -367,6 +372,7 @@ func TestPluginPreview(t *testing.T) {
 }
 
 func TestPluginSync(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newRelease(t, ns, "web")
 	annotation := func() string {
@@ -398,6 +404,7 @@ func TestPluginSync(t *testing.T) {
 }
 
 func TestPluginErrors(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 
@@ -435,6 +442,7 @@ func TestPluginErrors(t *testing.T) {
 }
 
 func TestPluginCompletion(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newRelease(t, ns, "web")
 	newRelease(t, ns, "api")

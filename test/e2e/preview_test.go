@@ -89,6 +89,7 @@ func previewObjects(t *testing.T, p subresourcesv1alpha1.ReleasePreview) []*unst
 }
 
 func TestPreviewFreshRender(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	setManifests(t, ns, "web", webManifests("blue", "1.0"))
 	newRelease(t, ns, "web")
@@ -113,6 +114,7 @@ func TestPreviewFreshRender(t *testing.T) {
 }
 
 func TestPreviewPinnedRender(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	setManifests(t, ns, "web", webManifests("blue", "1.0"))
 	newRelease(t, ns, "web")
@@ -137,6 +139,7 @@ func TestPreviewPinnedRender(t *testing.T) {
 }
 
 func TestPreviewRolledBackRelease(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	setManifests(t, ns, "web", webManifests("blue", "1.0"))
 	newRelease(t, ns, "web")
@@ -157,6 +160,7 @@ func TestPreviewRolledBackRelease(t *testing.T) {
 }
 
 func TestPreviewStoredRender(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	setManifests(t, ns, "web", webManifests("blue", "1.0"))
 	newRelease(t, ns, "web")
@@ -178,6 +182,7 @@ func TestPreviewStoredRender(t *testing.T) {
 }
 
 func TestPreviewRedactsSecrets(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	const password, token = "correct-horse-battery", "s3cr3t-t0k3n"
 	files := webManifests("blue", "1.0")
@@ -211,6 +216,7 @@ stringData:
 }
 
 func TestPreviewRBAC(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	setManifests(t, ns, "web", webManifests("blue", "1.0"))
 	newRelease(t, ns, "web")
@@ -227,6 +233,7 @@ func TestPreviewRBAC(t *testing.T) {
 }
 
 func TestPreviewRenderFailures(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newRelease(t, ns, "nosource")
 	setManifests(t, ns, "broken", map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n", "b.yaml": "kind: [unclosed\n"})

@@ -63,6 +63,8 @@ func waitRefreshed(t *testing.T, namespace, name, at string) *convoyv1alpha1.Rel
 // releases/refresh; many at once make one pass and one listing; the
 // plugin's --wait returns once the request was handled.
 func TestRefresh(t *testing.T) {
+	// Not parallel: it counts the listings its refreshes cause, which depends
+	// on their timing.
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
@@ -197,6 +199,7 @@ func TestRefresh(t *testing.T) {
 // still found and asked to be healed), and the plugin's --wait waits for
 // its own request after a far-future one.
 func TestRefreshOfAnyValue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)

@@ -85,6 +85,7 @@ func dumpObjects(t *testing.T, namespace string, kinds ...string) {
 // (whose conditions are an annotation); an HPA whose target is scaled to
 // zero is Suspended.
 func TestHealthRulesHPA(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "scale", map[string]string{"hpa.yaml": hpaManifests}, assessed(0))
 	newStandIn(t).apply(ns, "scale")
@@ -126,6 +127,8 @@ func TestHealthRulesHPA(t *testing.T) {
 // does not turn Degraded when the deadline passes; resumed, its deadline
 // starts then.
 func TestHealthSuspendedPausedDeployment(t *testing.T) {
+	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
+	// server.
 	ns := newNamespace(t)
 	paused := strings.Replace(fmt.Sprintf(deploymentManifest, "1.0"), "  replicas: 2\n", "  replicas: 2\n  paused: true\n", 1)
 	require.Contains(t, paused, "paused: true")
@@ -205,6 +208,7 @@ func setCertificateStatus(t *testing.T, namespace, status string) {
 // default rules; kubectl convoy rules test --release evaluates the same
 // rules on a saved object.
 func TestHealthRulesCustomResource(t *testing.T) {
+	// Not parallel: it creates and deletes a CRD.
 	mustKubectl(t, "", certificateCRD, "apply", "-f", "-")
 	t.Cleanup(func() { kubectl(t, "", "", "delete", "crd", "certificates.cert-manager.io", "--wait=false") })
 	mustKubectl(t, "", "", "wait", "--for=condition=Established", "crd/certificates.cert-manager.io", "--timeout=60s")
@@ -348,6 +352,7 @@ spec:
 // LoadBalancer Service without a load balancer controller) is not, with
 // its message.
 func TestDefaultRulesOnLiveObjects(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	startNode(t, ns)
 	mustKubectl(t, "", strings.ReplaceAll(liveWorkloads, "NODE", ns), "apply", "-n", ns, "-f", "-")

@@ -30,6 +30,8 @@ import (
 // (reading the bundle whole took it to 5 GiB). A sparse file within the
 // limit is refused too, and a file of NUL bytes is not an empty render.
 func TestSourcesSparseFiles(t *testing.T) {
+	// Not parallel: it reads the server's peak memory, which the work of every
+	// test raises.
 	ctx := context.Background()
 	ns := newNamespace(t)
 	reg := startTestRegistry(t, ociregistry.Options{})
@@ -77,6 +79,7 @@ func TestSourcesSparseFiles(t *testing.T) {
 // answers to this test's previews alone; its fetch timeout of two minutes
 // would let such a server talk for two minutes without the limits.
 func TestSourcesGitSSHLimits(t *testing.T) {
+	// Not parallel: it starts a second replica.
 	ctx := context.Background()
 	ns := newNamespace(t)
 	_, key, err := ed25519.GenerateKey(rand.Reader)

@@ -34,6 +34,7 @@ import (
 // victim's objects appear nowhere in the attacker's namespace, and the
 // victim's Releases are unaffected.
 func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	marker := "victim-only-" + rand.String(12)
 	tgz := chartTGZ(t, "private", map[string]string{
@@ -143,6 +144,7 @@ func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
 // replica does not lead (the loops are the first replica's), so its gauges
 // count the requests of the /preview calls of this test alone.
 func TestSourcesSlowTenantLeavesSlots(t *testing.T) {
+	// Not parallel: it starts a second replica.
 	ctx := context.Background()
 	var inFlight atomic.Int32
 	release := make(chan struct{})

@@ -66,6 +66,7 @@ func ociSource(url, tag, digest string) convoyv1alpha1.ReleaseSource {
 // another chart makes the fresh render differ (manual mode: Drifted, the
 // new digest named) until a sync; by digest too.
 func TestSourcesOCIChart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	reg := startTestRegistry(t, ociregistry.Options{})
@@ -161,6 +162,7 @@ func digestOf(data []byte) string {
 // another host gets the chart from there without the credentials; an index
 // whose digest does not match the chart is refused.
 func TestSourcesBundleAndHelmRepository(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
@@ -219,6 +221,7 @@ func TestSourcesBundleAndHelmRepository(t *testing.T) {
 // another namespace that names the digest a first one fetched, without
 // credentials, is refused by the registry, not served from the cache.
 func TestSourcesPrivateRegistry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := startTestRegistry(t, ociregistry.Options{Username: "alice", Password: "s3cret"})
 	tgz, meta := webChart(t, "1.0.0")
@@ -263,6 +266,7 @@ func TestSourcesPrivateRegistry(t *testing.T) {
 // Bad sources end with their reason; the server keeps serving and the other
 // Releases keep their results.
 func TestSourcesBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)

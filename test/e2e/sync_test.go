@@ -23,6 +23,7 @@ func syncPath(namespace, name string) string {
 }
 
 func TestSyncRecordsRequest(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newRelease(t, ns, "web")
 	alice := user(t, "alice")
@@ -69,6 +70,7 @@ func TestSyncRecordsRequest(t *testing.T) {
 }
 
 func TestSyncRefusals(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newRelease(t, ns, "web")
 	grant(t, ns, "carol", subresourceRule("sync", "create"))

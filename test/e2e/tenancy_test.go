@@ -91,6 +91,7 @@ func assertNowhere(t *testing.T, namespace, name, value string) {
 // and its value shows nowhere; without serviceAccountName, the Release acts
 // as the namespace's default ServiceAccount, not as convoy-apiserver.
 func TestTenancyReleaseActsAsItsServiceAccount(t *testing.T) {
+	t.Parallel()
 	ns := newBareNamespace(t)
 	serviceAccount(t, ns, "deployer", deployerRules...)
 	standIn := newStandIn(t)
@@ -144,6 +145,7 @@ func TestTenancyReleaseActsAsItsServiceAccount(t *testing.T) {
 // ServiceAccount and the verb, and a rule that would print a field of it
 // prints nothing.
 func TestTenancyHealthReadsAsTheServiceAccount(t *testing.T) {
+	t.Parallel()
 	ns := newBareNamespace(t)
 	serviceAccount(t, ns, "deployer", deployerRules...)
 	value := secretValue()
@@ -188,6 +190,7 @@ spec:
 // reads a local file or runs a program is refused before any connection, and
 // what it names is never read or run.
 func TestTenancyKubeconfigsThatReadFilesOrRunProgramsAreRefused(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int32
 	listener := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		requests.Add(1)
@@ -271,6 +274,8 @@ users: [{name: u, user: {token: inline}}]
 // convoy-apiserver act in every namespace; the RoleBinding the message names
 // lets it act in that namespace only.
 func TestTenancyImpersonationIsGrantedPerNamespace(t *testing.T) {
+	// Not parallel: it applies a ClusterRoleBinding that lets convoy-apiserver
+	// act in every namespace.
 	ns := newNamespaceNotGranted(t)
 	grantServiceAccounts(t, ns, rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}})
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
@@ -317,6 +322,7 @@ func TestTenancyImpersonationIsGrantedPerNamespace(t *testing.T) {
 }
 
 func TestTenancyShippedRBACIsLeastPrivilege(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"artifacts/rbac/convoy-apiserver.yaml", "artifacts/deploy/base/copies/rbac/convoy-apiserver.yaml"} {
 		f, err := os.Open(filepath.Join(env.root, path))
 		require.NoError(t, err)

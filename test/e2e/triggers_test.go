@@ -65,6 +65,8 @@ func applyBehindTheObserversBack(t *testing.T, s *controllerStandIn, namespace, 
 // inventory's renderRefs start a pass; a /sync request and a change on the
 // cluster do not.
 func TestDriftPassTriggers(t *testing.T) {
+	// Not parallel: its quiet windows and pastTheLists are timed for an idle
+	// server.
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
 
@@ -98,6 +100,7 @@ func TestDriftPassTriggers(t *testing.T) {
 // "The observer does not retry an Undetermined result with backoff. It
 // checks again at the next interval."
 func TestDriftUndeterminedIsNotRetried(t *testing.T) {
+	// Not parallel: its quiet window is timed for an idle server.
 	ns := newNamespace(t)
 	r := &convoyv1alpha1.Release{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
@@ -120,6 +123,7 @@ func TestDriftUndeterminedIsNotRetried(t *testing.T) {
 
 // "The observer skips a Release that is being deleted."
 func TestDriftSkipsAReleaseBeingDeleted(t *testing.T) {
+	// Not parallel: its quiet window is timed for an idle server.
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), hourly, func(r *convoyv1alpha1.Release) {
@@ -140,6 +144,7 @@ func TestDriftSkipsAReleaseBeingDeleted(t *testing.T) {
 
 // The informer resync starts a drift pass of every Release (--resync).
 func TestDriftResyncStartsAPass(t *testing.T) {
+	// Not parallel: it starts a second replica.
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), hourly)
@@ -159,6 +164,7 @@ func TestDriftResyncStartsAPass(t *testing.T) {
 // Healthy and healthSummary on the Release, status.entries on the
 // inventory; the controller's fields stay the controller's.
 func TestObserverFieldsAreOwnedByConvoyObserve(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	newStandIn(t).apply(ns, "web")
@@ -205,6 +211,7 @@ func TestObserverFieldsAreOwnedByConvoyObserve(t *testing.T) {
 // localRuleSetSelector selects HealthRuleSets of the Release's namespace
 // only: {} in one namespace never selects a set of another.
 func TestHealthRuleSetsOfAnotherNamespaceAreNeverSelected(t *testing.T) {
+	t.Parallel()
 	other := newNamespace(t)
 	mustKubectl(t, "", `apiVersion: convoy.kumodo.io/v1alpha1
 kind: HealthRuleSet
@@ -243,6 +250,7 @@ spec:
 // The readyz check "observer" is part of /readyz on every replica: ok on the
 // leader, whose loops run.
 func TestReadyzObserverCheck(t *testing.T) {
+	t.Parallel()
 	p := env.cp.ConvoyAPIServer()
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		code, body := replicaGet(t, p, "/readyz/observer")

@@ -51,6 +51,7 @@ func assertSourceUndetermined(t *testing.T, namespace, name, reason string, inMe
 }
 
 func TestDriftUnknownKind(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	files := webManifests("blue", "1.0")
 	files["widget.yaml"] = "apiVersion: e2e.convoy.test/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 3}\n"
@@ -59,6 +60,8 @@ func TestDriftUnknownKind(t *testing.T) {
 }
 
 func TestDriftDryRunRejected(t *testing.T) {
+	// Not parallel: it creates a cluster-scoped ValidatingAdmissionPolicy,
+	// which the server must find within --cache-max-age.
 	ns := newNamespace(t)
 	mustKubectl(t, "", "", "label", "namespace", ns, "e2e-policy="+ns)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
@@ -104,6 +107,7 @@ spec:
 }
 
 func TestDriftMissingCluster(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), onCluster("nowhere"))
 	assertUndetermined(t, ns, "web", "ClusterNotFound", "nowhere")
@@ -138,6 +142,7 @@ func registerCluster(t *testing.T, namespace, name string, kubeconfig []byte) {
 }
 
 func TestDriftSecondCluster(t *testing.T) {
+	// Not parallel: it starts a kube-apiserver of its own.
 	target, err := env.cp.StartTargetCluster(context.Background(), "east")
 	require.NoError(t, err)
 	ns := newNamespace(t)

@@ -52,6 +52,7 @@ func envData(t *testing.T, ns, name string) map[string]string {
 // values file alone makes the Release Drifted, /diff shows the field, and a
 // sync makes it InSync again. A missing file says which.
 func TestValuesFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)

@@ -72,6 +72,7 @@ func keysSecret(t *testing.T, ns, name string, keys map[string][]byte) {
 // Drifted: nothing of the artifact reaches /preview, /diff or the drift
 // loop's compare.
 func TestVerifiedSources(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
@@ -164,6 +165,7 @@ func withKeyless(rootSecret, issuer, subject string) releaseOption {
 // /diff and kubectl convoy release get. Another identity, a trust root
 // missing or of another instance are SignatureUnverified: Undetermined.
 func TestKeylessVerifiedSources(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)
@@ -233,6 +235,8 @@ func TestKeylessVerifiedSources(t *testing.T) {
 // names the signed digest is refused at admission
 // (artifacts/admission/protect-render-store.yaml).
 func TestPlantedRenderOfAVerifiedRelease(t *testing.T) {
+	// Not parallel: it applies a cluster-scoped ValidatingAdmissionPolicy and
+	// its binding.
 	ctx := context.Background()
 	ns := newNamespace(t)
 	standIn := newStandIn(t)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestPluginVersion(t *testing.T) {
+	t.Parallel()
 	// The aggregator downloads the OpenAPI of the group in the background.
 	eventually(t, "the server version through the aggregator", func(context.Context) error {
 		r := kubectlConvoy(t, "", "version")
@@ -55,6 +56,7 @@ func TestPluginVersion(t *testing.T) {
 }
 
 func TestMetricsReleaseConditionAndBuildInfo(t *testing.T) {
+	// Not parallel: it reads the server's /metrics.
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")

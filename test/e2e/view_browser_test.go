@@ -129,6 +129,7 @@ func (s *recordingServer) all() []recordedRequest {
 // token from the browser. The screenshots it takes are docs/users/view.md's
 // (CONVOY_VIEW_SCREENSHOTS=docs/users/img writes them there).
 func TestViewBrowser(t *testing.T) {
+	// Not parallel: it runs Chromium.
 	exe := chromium(t)
 	ns := viewFixture(t)
 	// Two more Releases for the list: one in sync, one never applied.

@@ -222,6 +222,7 @@ func noMarkupOfTheCluster(t *testing.T, body string) {
 }
 
 func TestViewPages(t *testing.T) {
+	t.Parallel()
 	ns := viewFixture(t)
 	v := startView(t, "", "-n", ns)
 	c := browserless(t)
@@ -294,6 +295,7 @@ func TestViewPages(t *testing.T) {
 // The view reads with the user's access: what they may not read is said in
 // place, the rest is shown.
 func TestViewUsesTheUsersAccess(t *testing.T) {
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	grant(t, ns, "lee", rbacPolicy("convoy.kumodo.io", "releases", "get", "list"))
