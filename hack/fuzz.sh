@@ -36,14 +36,47 @@ workers=$(( cores / FUZZ_JOBS > 1 ? cores / FUZZ_JOBS : 1 ))
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
+# Each package's fuzz test binary is built once (go test -c -fuzz: the
+# coverage instrumentation of go test -fuzz), one build per core at once
+# (the link, most of a warm build, runs on one), and run for each of its
+# targets as go test -fuzz runs it: in the package's directory, with the
+# package's cache of interesting inputs under GOCACHE/fuzz. A package of
+# several targets is linked once, not once per target.
+fuzzcache="$(go env GOCACHE)/fuzz"
+mkdir -p "$results/bin"
+declare -A built
+building=0
+for t in "${targets[@]}"; do
+  pkg=${t%%:*}
+  [[ -n ${built[$pkg]:-} ]] && continue
+  bin="$results/bin/$(basename "$pkg")-$(echo "$pkg" | sha256sum | cut -c1-8).test"
+  built[$pkg]=$bin
+  if [[ $building -ge $cores ]]; then
+    wait -n
+    building=$((building - 1))
+  fi
+  go test -c -fuzz=. -o "$bin" "$pkg" >"$bin.out" 2>&1 &
+  building=$((building + 1))
+done
+wait
+for pkg in "${!built[@]}"; do
+  if [[ ! -x ${built[$pkg]} ]]; then
+    echo "FAIL: the fuzz test binary of $pkg does not build"
+    cat "${built[$pkg]}.out"
+    exit 1
+  fi
+done
+
 # fuzz_one TARGET: runs one target and writes its report and verdict
 # (0 passed, 1 failed) to $results/NAME.
 fuzz_one() {
-  local t=$1 pkg name corpus before after out status verdict=0
+  local t=$1 pkg imp name corpus before after out status verdict=0
   pkg=${t%%:*} name=${t#*:}
   corpus="$pkg/testdata/fuzz/$name"
   before=$(ls "$corpus" 2>/dev/null | wc -l)
-  out=$(go test -run '^$' -fuzz "^$name\$" -fuzztime "$FUZZTIME" -parallel "$workers" "$pkg" 2>&1)
+  imp=$(go list "$pkg")
+  out=$(cd "$pkg" && "${built[$pkg]}" -test.run '^$' -test.fuzz "^$name\$" -test.fuzztime "$FUZZTIME" \
+    -test.parallel "$workers" -test.fuzzcachedir "$fuzzcache/$imp" 2>&1)
   status=$?
   after=$(ls "$corpus" 2>/dev/null | wc -l)
   {
