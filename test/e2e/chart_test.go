@@ -33,7 +33,7 @@ const chartTestCRDs = "test/e2e/testdata/crds"
 // namespaces the renders name, convoy's CRDs (the rule sets are custom
 // resources) and the CRDs of the optional kinds.
 func TestChartServerDryRun(t *testing.T) {
-	// Not parallel: it starts a kube-apiserver of its own.
+	t.Parallel()
 	ctx := context.Background()
 	target, err := env.cp.StartTargetCluster(ctx, "chart")
 	require.NoError(t, err)

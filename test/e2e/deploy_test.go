@@ -540,7 +540,7 @@ func TestDeployServerDryRun(t *testing.T) {
 // says, switches it to the dev overlay and back, and checks what the objects
 // look like there.
 func TestDeployFreshCluster(t *testing.T) {
-	// Not parallel: it starts a kube-apiserver of its own.
+	t.Parallel()
 	ctx := context.Background()
 	target, err := env.cp.StartTargetCluster(ctx, "deploy")
 	require.NoError(t, err)

@@ -174,8 +174,7 @@ func TestDriftScaledDeployment(t *testing.T) {
 }
 
 func TestDriftIgnoresFieldsOfOtherManagersAndDefaults(t *testing.T) {
-	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
-	// server.
+	t.Parallel()
 	ns := newNamespace(t)
 	files := webManifests("blue", "1.0")
 	files["service.yaml"] = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n"
@@ -194,8 +193,7 @@ func TestDriftIgnoresFieldsOfOtherManagersAndDefaults(t *testing.T) {
 	assert.Equal(t, subresourcesv1alpha1.DiffInSync, d.Result, "%+v", d.Objects)
 	// and the loop agrees, pass after pass
 	passes := countPasses(t, driftPass, ns, "web")
-	time.Sleep(3 * time.Second)
-	passes.requireAtLeast(t, 1)
+	passes.waitAtLeast(t, 1, 3*time.Second)
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 
 	// A label the render sets, changed by another manager, is drift.
@@ -271,8 +269,7 @@ func TestDriftManualModeNewRender(t *testing.T) {
 }
 
 func TestDriftAutomaticModeRequestsSync(t *testing.T) {
-	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
-	// server.
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), automatic)
 	// Before the first apply every object is Missing: that is drift too, and
@@ -286,8 +283,7 @@ func TestDriftAutomaticModeRequestsSync(t *testing.T) {
 	}
 	before := requested()
 	passes := countPasses(t, driftPass, ns, "web")
-	time.Sleep(2 * 2 * time.Second) // two passes at passInterval
-	passes.requireAtLeast(t, 1)
+	passes.waitAtLeast(t, 1, 2*2*time.Second) // two passes at passInterval
 	require.Equal(t, before, requested(), "no sync request while in sync")
 
 	mustKubectl(t, "", "", "scale", "deployment", "web", "-n", ns, "--replicas=7")
@@ -344,8 +340,7 @@ func TestDriftPinnedAndStoredRenders(t *testing.T) {
 }
 
 func TestDriftResourceVersionStable(t *testing.T) {
-	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
-	// server.
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
 	newStandIn(t).apply(ns, "web")
@@ -358,10 +353,10 @@ func TestDriftResourceVersionStable(t *testing.T) {
 	}
 	before := get()
 	drift, health := countPasses(t, driftPass, ns, "web"), countPasses(t, healthPass, ns, "web")
-	time.Sleep(3 * 2 * time.Second) // three passes at passInterval
-	// At least two of each, a pass taking up to a second.
-	drift.requireAtLeast(t, 2)
-	health.requireAtLeast(t, 2)
+	// Three passes at passInterval; at least two of each, a pass taking up
+	// to a second.
+	drift.waitAtLeast(t, 2, 3*2*time.Second)
+	health.waitAtLeast(t, 2, 3*2*time.Second)
 	after := get()
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "passes that find nothing new write nothing")
 }

@@ -3,9 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,8 +171,7 @@ func TestDriftExplained(t *testing.T) {
 // requests back off instead of one per pass; when the controller stops, the
 // Release heals once more and the contest ends.
 func TestDriftContested(t *testing.T) {
-	// Not parallel: it reads the server's /metrics, and counts passes and sync
-	// requests in a fixed sleep.
+	t.Parallel()
 	ns, requests, stopContending := contestedRelease(t)
 
 	var contested subresourcesv1alpha1.ContestedField
@@ -186,8 +185,9 @@ func TestDriftContested(t *testing.T) {
 		}
 		return fmt.Errorf("contested %+v", web.Contested)
 	})
-	found := time.Now()
-	t.Logf("contested: %+v, after %d sync requests", contested, requests.Load())
+	seen := requests.Load()
+	t.Logf("contested: %+v, after %d sync requests", contested, seen)
+	passes := countPasses(t, driftPass, ns, "web")
 	cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
 	assert.Contains(t, cond.Message, "contested (self-heal backs off): spec.replicas of Deployment.apps "+ns+"/web by contender (scale)")
 	eventually(t, "a FieldContested Event", func(ctx context.Context) error {
@@ -203,20 +203,35 @@ func TestDriftContested(t *testing.T) {
 		}
 		return fmt.Errorf("none among %d events", len(events.Items))
 	})
+	// A gauge of the whole server: at least this Release's field (the
+	// other tests that run beside this one only add to it).
 	_, metrics := replicaGet(t, env.cp.ConvoyAPIServer(), "/metrics")
 	assert.Regexp(t, `(?m)^convoy_observer_contested_fields [1-9]`, metrics)
 
 	// Passes run every 2s; self-heal now waits 4s, 8s, 16s (the e2e
-	// suite's --contest-max-backoff) between requests.
-	before := requests.Load()
-	passes := countPasses(t, driftPass, ns, "web")
-	time.Sleep(24 * time.Second)
-	during := requests.Load() - before
-	t.Logf("%d sync requests in the 24s after the contest was found (%s after it), against %d passes", during, time.Since(found).Round(time.Second), passes.since(t))
-	// Few requests show a back-off only if the loop made its passes: at
-	// least 8 of the 12, a pass taking up to a second.
+	// suite's --contest-max-backoff) between requests, as the server
+	// stamped them, however slow the passes are (a request at each pass
+	// would be one pass apart). The stand-in may not have seen the last
+	// request before the contest yet, and the first request of the backoff
+	// may be behind: of the five requests after, the last four are each at
+	// least 4s, 8s and 16s after the one before.
+	// 4s+8s+16s+16s+16s at most, and the passes' own time.
+	eventuallyWithin(t, 2*time.Minute, "five sync requests after the contest was found", func(context.Context) error {
+		if got := requests.Load() - seen; got < 5 {
+			return fmt.Errorf("%d sync requests", got)
+		}
+		return nil
+	})
+	at := requests.times()[seen : seen+5]
+	t.Logf("sync requests after the contest was found: %v, against %d passes", at, passes.since(t))
+	// The server stamps a request a little after the pass that decided it.
+	const slack = 100 * time.Millisecond
+	for i, least := range []time.Duration{4 * time.Second, 8 * time.Second, 16 * time.Second} {
+		assert.GreaterOrEqual(t, at[i+2].Sub(at[i+1]), least-slack, "self-heal backs off: request %d after the contest", i+3)
+	}
+	// The loop made its passes meanwhile: the gaps are its backoff, not a
+	// loop that did not look (at least 8 passes in the 28s or more).
 	passes.requireAtLeast(t, 8)
-	assert.LessOrEqual(t, during, int32(4), "self-heal backs off")
 
 	// The contender stops: the next self-heal holds, the contest ends once
 	// the field stayed healed for the window (30s in the e2e suite).
@@ -233,8 +248,8 @@ func TestDriftContested(t *testing.T) {
 // contestedRelease makes the automatic Release web of a new namespace, in
 // sync, whose Deployment web a contender scales to 5 through /scale whenever
 // the stand-in heals it (at each sync request). It returns the namespace, the
-// count of the sync requests and what stops the contender.
-func contestedRelease(t *testing.T) (namespace string, requests *atomic.Int32, stopContending func()) {
+// sync requests the stand-in saw and what stops the contender.
+func contestedRelease(t *testing.T) (namespace string, requests *syncRequests, stopContending func()) {
 	t.Helper()
 	namespace = newNamespace(t)
 	newDriftRelease(t, namespace, "web", webManifests("blue", "1.0"), automatic)
@@ -245,13 +260,39 @@ func contestedRelease(t *testing.T) (namespace string, requests *atomic.Int32, s
 	return namespace, requests, startContender(t, namespace, "web")
 }
 
+// syncRequests are the sync requests a self-healer saw: the times the
+// server stamped them with (convoy.kumodo.io/sync-requested-at).
+type syncRequests struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (r *syncRequests) add(at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.at = append(r.at, at)
+}
+
+// Load is the count of the requests seen.
+func (r *syncRequests) Load() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.at)
+}
+
+func (r *syncRequests) times() []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.at)
+}
+
 // startSelfHealer makes the stand-in heal the Release namespace/name at each
 // of its sync requests (a new convoy.kumodo.io/sync-requested-at), until the
-// test ends, and returns the count of the requests it saw.
-func startSelfHealer(t *testing.T, standIn *controllerStandIn, namespace, name string) *atomic.Int32 {
+// test ends, and returns the requests it saw.
+func startSelfHealer(t *testing.T, standIn *controllerStandIn, namespace, name string) *syncRequests {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var requests atomic.Int32
+	var requests syncRequests
 	var healing sync.WaitGroup
 	healing.Go(func() {
 		last := ""
@@ -259,7 +300,11 @@ func startSelfHealer(t *testing.T, standIn *controllerStandIn, namespace, name s
 			r, err := convoyClient(t).ConvoyV1alpha1().Releases(namespace).Get(ctx, name, metav1.GetOptions{})
 			if err == nil && r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt] != last {
 				last = r.Annotations[convoyv1alpha1.AnnotationSyncRequestedAt]
-				requests.Add(1)
+				at, err := time.Parse(time.RFC3339Nano, last)
+				if err != nil {
+					t.Errorf("sync-requested-at %q: %v", last, err)
+				}
+				requests.add(at)
 				if rendered, err := standIn.applier.Render(ctx, r); err != nil {
 					t.Logf("stand-in render: %v", err)
 				} else if err := standIn.applier.ApplyAll(ctx, r, rendered); err != nil {

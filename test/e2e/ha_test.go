@@ -211,7 +211,7 @@ func TestHAContestSurvivesFailover(t *testing.T) {
 	passes.requireAtLeast(t, 6)
 	// Without the status, the new leader would heal at each pass until it
 	// counted 3 take-backs, then back off from 4s: 5 requests or more.
-	assert.LessOrEqual(t, during, int32(2), "the new leader keeps backing off")
+	assert.LessOrEqual(t, during, 2, "the new leader keeps backing off")
 
 	r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(context.Background(), "web", metav1.GetOptions{})
 	require.NoError(t, err)

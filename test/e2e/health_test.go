@@ -236,8 +236,7 @@ spec:
 }
 
 func TestHealthAssessedRenderRefAndSyncRequests(t *testing.T) {
-	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
-	// server.
+	t.Parallel()
 	ns := newNamespace(t)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"), assessed(0))
 	standIn := newStandIn(t)
@@ -261,8 +260,7 @@ func TestHealthAssessedRenderRefAndSyncRequests(t *testing.T) {
 	})
 	settled := requested()
 	passes := countPasses(t, healthPass, ns, "web")
-	time.Sleep(3 * 2 * time.Second)
-	passes.requireAtLeast(t, 2) // every passInterval, a pass taking up to a second
+	passes.waitAtLeast(t, 2, 3*2*time.Second) // every passInterval, a pass taking up to a second
 	assert.Equal(t, settled, requested(), "no sync request while nothing changes")
 
 	makeDeploymentAvailable(t, ns, "web")

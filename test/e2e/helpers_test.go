@@ -218,8 +218,15 @@ func newRelease(t *testing.T, namespace, name string) *convoyv1alpha1.Release {
 // with cond's last error.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
 	t.Helper()
+	eventuallyWithin(t, time.Minute, what, cond)
+}
+
+// eventuallyWithin is eventually with a deadline of its own, for what takes
+// longer than a minute by design (a backoff's schedule).
+func eventuallyWithin(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) error) {
+	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true,
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true,
 		func(ctx context.Context) (bool, error) {
 			last = cond(ctx)
 			return last == nil, nil
@@ -247,6 +254,7 @@ type passCounter struct {
 	message  string // "Drift pass", with the quotes klog writes
 	release  string // release="ns/name"
 	location string // for messages: the loop, the Release
+	made     time.Time
 }
 
 // countPasses starts counting the passes of loop (driftPass, healthPass)
@@ -266,6 +274,7 @@ func countPassesOn(t *testing.T, p *controlplane.ConvoyProcess, loop, namespace,
 		path: path, offset: info.Size(),
 		message: `"` + loop + `"`, release: ` release="` + namespace + "/" + name + `"`,
 		location: fmt.Sprintf("%q of %s/%s in %s", loop, namespace, name, path),
+		made:     time.Now(),
 	}
 }
 
@@ -295,6 +304,17 @@ func (c *passCounter) requireAtLeast(t *testing.T, n int) {
 	t.Helper()
 	got := c.since(t)
 	require.GreaterOrEqual(t, got, n, "passes %s meanwhile: the loop did not look, so what did not change says nothing", c.location)
+}
+
+// waitAtLeast waits until d passed since the counter was made and the loop
+// logged at least n passes of the Release meanwhile: what a fixed sleep of d
+// expects of an idle server, kept however slow the passes of a loaded one
+// are (the parallel tests share it). What the test then asserts held for
+// at least d and n passes.
+func (c *passCounter) waitAtLeast(t *testing.T, n int, d time.Duration) {
+	t.Helper()
+	time.Sleep(time.Until(c.made.Add(d)))
+	c.waitFor(t, n)
 }
 
 // waitFor waits until the loop logged at least n passes of the Release

@@ -39,7 +39,7 @@ import (
 // does the one whose chart is in the local OCI registry (ociExample), and
 // Ctrl-C stops every process it started.
 func TestLocalUp(t *testing.T) {
-	// Not parallel: it builds and runs local-up, a control plane of its own.
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "local-up")
 	build := exec.Command("go", "build", "-o", bin, "./hack/local-up")
 	build.Dir = env.root

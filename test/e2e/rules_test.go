@@ -127,8 +127,7 @@ func TestHealthRulesHPA(t *testing.T) {
 // does not turn Degraded when the deadline passes; resumed, its deadline
 // starts then.
 func TestHealthSuspendedPausedDeployment(t *testing.T) {
-	// Not parallel: it counts the passes of a fixed sleep, timed for an idle
-	// server.
+	t.Parallel()
 	ns := newNamespace(t)
 	paused := strings.Replace(fmt.Sprintf(deploymentManifest, "1.0"), "  replicas: 2\n", "  replicas: 2\n  paused: true\n", 1)
 	require.Contains(t, paused, "paused: true")
@@ -146,8 +145,7 @@ func TestHealthSuspendedPausedDeployment(t *testing.T) {
 	// Three deadlines later it is still Suspended, not Degraded, after at
 	// least three passes (every passInterval, a pass taking up to a second).
 	passes := countPasses(t, healthPass, ns, "web")
-	time.Sleep(9 * time.Second)
-	passes.requireAtLeast(t, 3)
+	passes.waitAtLeast(t, 3, 9*time.Second)
 	e = entryStatus(t, ns, "web", "Deployment", "web")
 	assert.Equal(t, convoyv1alpha1.HealthSuspended, e.State, e.Message)
 	waitHealthy(t, ns, "web", metav1.ConditionFalse, "Suspended")

@@ -60,8 +60,7 @@ func TestDriftUnknownKind(t *testing.T) {
 }
 
 func TestDriftDryRunRejected(t *testing.T) {
-	// Not parallel: it creates a cluster-scoped ValidatingAdmissionPolicy,
-	// which the server must find within --cache-max-age.
+	t.Parallel() // its policy binds to this test's namespace alone
 	ns := newNamespace(t)
 	mustKubectl(t, "", "", "label", "namespace", ns, "e2e-policy="+ns)
 	newDriftRelease(t, ns, "web", webManifests("blue", "1.0"))
@@ -142,7 +141,7 @@ func registerCluster(t *testing.T, namespace, name string, kubeconfig []byte) {
 }
 
 func TestDriftSecondCluster(t *testing.T) {
-	// Not parallel: it starts a kube-apiserver of its own.
+	t.Parallel()
 	target, err := env.cp.StartTargetCluster(context.Background(), "east")
 	require.NoError(t, err)
 	ns := newNamespace(t)
