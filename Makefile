@@ -66,8 +66,9 @@ E2E_TIMEOUT ?= 40m
 # is GOMAXPROCS; internal/controlplane has no parallel test). Only the tests
 # that work in namespaces of their own are parallel, and Go runs them after
 # the others. On a 2-core machine 4 of them keep both cores busy (they wait
-# on the API server, but each kubectl they run costs CPU): more adds no
-# speed, only slower passes towards the deadlines of their waits.
+# on the API server, but each kubectl they run costs CPU): 6 measured no
+# faster (docs/contributors/performance.md), only slower passes towards the
+# deadlines of their waits.
 E2E_PARALLEL ?= 4
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
