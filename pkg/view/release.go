@@ -212,7 +212,7 @@ func newReleasePage(base string, r *convoyv1alpha1.Release, diff *subresourcesv1
 		s.NextRequest = newTimeCell(sh.NextRequestAt, now)
 		for _, c := range sh.Contested {
 			s.Contested = append(s.Contested, contestedRow{
-				Object:  convoyv1alpha1.ObjectKey{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}.Describe(),
+				Object:  c.Object().Describe(),
 				Path:    c.Path,
 				Manager: describe.Manager(c.Manager, c.Subresource),
 				Heals:   c.Heals,
@@ -261,7 +261,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 		s.Resolved = describe.Resolved(d.ResolvedSource)
 	}
 	for _, o := range d.Objects {
-		name := convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.Describe()
+		name := o.Key().Describe()
 		if o.Status == subresourcesv1alpha1.ObjectInSync {
 			s.InSync = append(s.InSync, name)
 			continue
