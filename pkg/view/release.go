@@ -15,6 +15,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/describe"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Bounds of what one page shows of the cluster's text: a value or object
@@ -369,11 +370,4 @@ func value(raw *runtime.RawExtension) string {
 }
 
 // cut bounds a text of the cluster to maxValue bytes.
-func cut(s string) string { return cutAt(s, maxValue) }
-
-func cutAt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + fmt.Sprintf("… (%d bytes more)", len(s)-n)
-}
+func cut(s string) string { return truncate.Display(s, maxValue) }
