@@ -120,6 +120,19 @@ func (g *Group) Do(ctx context.Context, namespace, key string, fn func(context.C
 	return res.Val, res.Err
 }
 
+// Joined is how many callers joined the requests running now rather than
+// start their own: the tests of the packages that share requests wait for
+// them rather than sleep.
+func (g *Group) Joined() int {
+	g.running.mu.Lock()
+	defer g.running.mu.Unlock()
+	n := 0
+	for _, c := range g.running.calls {
+		n += int(c.joined.Load())
+	}
+	return n
+}
+
 // runningCalls are the shared requests that hold their slot, by key: the
 // ones a caller of any namespace joins.
 type runningCalls struct {
@@ -130,7 +143,7 @@ type runningCalls struct {
 type runningCall struct {
 	done chan struct{}
 	res  singleflight.Result
-	// joined counts the callers that joined it (the tests wait for them).
+	// joined counts the callers that joined it (Joined).
 	joined atomic.Int32
 }
 
