@@ -1,19 +1,9 @@
 // Package flight shares the requests to registries and repositories among
-// their concurrent callers, each request run in a slot of the namespace
-// that started it: a fleet of Releases of one tag whose resolution just
-// expired sends one HEAD, not one per worker, and a tenant whose registry
-// never answers holds its namespace's slots only.
-//
-// A request runs on a context of its own, bounded by Options.Timeout but
-// cancelled neither with its first caller's context nor tied to its
-// park.Spot; each caller stops waiting when its own context ends, or parks
-// (park.Wait) when its context holds a Spot. A panic of a request is its
-// callers' InternalError, never the process's.
-//
-// A request still waiting for its slot is shared by the callers of its
-// namespace only: a caller of another namespace that joined it would wait
-// for the first namespace's slots. Once it holds its slot and runs, every
-// caller of the same key joins it, whatever its namespace.
+// their concurrent callers, each request run in a slot of the namespace that
+// started it, on a context of its own: a fleet of Releases of one tag whose
+// resolution just expired sends one HEAD, and a tenant whose registry never
+// answers holds its namespace's slots only. Who joins which request, and when
+// a caller stops waiting or parks: docs/contributors/internals.md ("Sources").
 package flight
 
 import (
