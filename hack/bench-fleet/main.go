@@ -1,21 +1,10 @@
 //go:build unix
 
-// Command bench-fleet measures convoy-apiserver's drift loop on a fleet (what
-// `make bench-fleet` runs): N Releases of 20 objects each (14 ConfigMaps, 3
-// Services, 3 Deployments) in one namespace of a local control plane, 1% of
-// the objects drifted by another field manager. In the same run it starts
-// convoy-apiserver with --cache=false and then with --cache=true, and for
-// each measures a cold round (the first pass of every Release after a start)
-// and a steady round (a pass of every Release after a harmless spec change:
-// nothing changed on the cluster). It prints, per round: its time, the API
-// requests per object by operation, kube-apiserver and convoy-apiserver CPU
-// seconds, convoy-apiserver's peak memory, and how many Releases are Drifted
-// and InSync, which must match the drift it made; then kube-apiserver's
-// requests of each round by verb and resource (all clients: what the
-// benchmark's own spec patches cost is apart from what the observer sends).
-// --cache-modes runs one instance only; --heap-profile and --cpu-profile
-// write profiles (CPU: of convoy-apiserver and kube-apiserver, from the
-// start of the spec-changed round).
+// Command bench-fleet measures convoy-apiserver's drift loop on a fleet of
+// Releases in one namespace of a local control plane, with the cache off and
+// then on, round by round (what `make bench-fleet` runs). What it runs and
+// prints, and its flags: docs/contributors/internals.md ("Fleet scale"); what
+// it measured: docs/contributors/performance.md.
 package main
 
 import (

@@ -1,23 +1,11 @@
 //go:build unix
 
-// Command bench measures the drift check against a real local control plane
-// (what `make bench` runs): a Release of N objects (ConfigMaps, Deployments
-// and Services) is compared with the live objects several ways, in the same
-// run:
-//
-//   - convoy's engine in this process (render + compare), counting its API
-//     requests with a counting transport: cold (every live object changed
-//     since the last check, so no compare can be reused), cold with a GET
-//     per object instead of the read-ahead, and warm;
-//   - GET releases/NAME/diff through the kube-apiserver and the APIService,
-//     cold and warm;
-//   - `kubectl diff --server-side -f` on the same objects (cold: a new
-//     process each time), counting its API requests from kubectl's -v=6 log.
-//
-// Before each cold run every live object is changed (an annotation of a
-// field manager of its own, which the compare ignores). It prints the
-// median wall time of each, the ratios to kubectl and the requests per
-// object; the headline is cold against cold.
+// Command bench measures the drift check of a Release of N objects against a
+// local control plane several ways in one run (what `make bench` runs):
+// convoy's engine in this process (cold, cold without the read-ahead, warm),
+// GET releases/NAME/diff (cold, warm) and `kubectl diff --server-side -f`,
+// with the API requests of each. What cold means, and what it measured:
+// docs/contributors/performance.md ("One check").
 package main
 
 import (

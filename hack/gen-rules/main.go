@@ -1,16 +1,7 @@
 // Command gen-rules writes the default rule sets, artifacts/rules/NAME.yaml,
-// from their source,
-// artifacts/rules/source/NAME.yaml, where the rules of a kind are written
-// once for every apiVersion they hold for.
-//
-// The source is a GlobalHealthRuleSet whose rules may name, on a line of
-// their own, apiVersions: [V1, V2, ...] in place of apiVersion: each such
-// rule is written once per apiVersion, in the list's order, at its place,
-// so that the rules of one apiVersion keep their order (the message of the
-// first failing rule is the resource's). The expansion is of the text: the
-// comments, folded expressions and layout of the source are the file's; the
-// comment lines before a rule go with its first copy. No YAML anchors: the
-// files are applied with kubectl and read by users.
+// from their source, artifacts/rules/source/NAME.yaml, where a rule names
+// once the apiVersions it holds for (apiVersions: [V1, V2, ...]). How the
+// source is expanded: docs/contributors/internals.md ("Layout").
 //
 //	go run ./hack/gen-rules          # write (hack/update-codegen.sh runs it, then copies them to the deploy base)
 //	go run ./hack/gen-rules -check   # fail when a file differs from its source's output

@@ -1,17 +1,11 @@
 // Command image builds the image of convoy-apiserver without a container
-// engine, as ko does: it compiles the server with the Go toolchain for each
-// platform (static: CGO_ENABLED=0, -trimpath, no build ID), puts each binary
-// as the one layer of an image on an empty (scratch) base with
-// go-containerregistry, and writes an OCI image layout of the image index of
-// the platforms. Given --push, it also pushes that index to a registry.
-//
-// Two runs on one commit, with the same Go toolchain, give the same digests:
-// the binaries are reproducible, the layer's entries are in a fixed order with
-// the commit's time, and every time in the configs is the commit's.
+// engine, as ko does: the server built static for each platform, as the one
+// layer of an image on scratch, the index of the platforms written as an OCI
+// image layout (and pushed, given --push); two runs on one commit give the
+// same digests. `make image` runs it with the Makefile's values; what the
+// image holds and why it repeats: docs/operators/image-and-chart.md.
 //
 //	go run ./hack/image --out bin/image --ldflags "$(LDFLAGS)" --created 2026-01-02T03:04:05Z ...
-//
-// `make image` runs it with the values of the Makefile (docs/operators/image-and-chart.md).
 package main
 
 import (

@@ -1,20 +1,11 @@
 //go:build unix
 
-// Command local-up runs convoy locally (what `make run` runs): etcd,
-// kube-apiserver, kube-controller-manager, kube-scheduler and kwok (simulated
-// Nodes and Pods), convoy-apiserver registered as an aggregated API server,
-// with the CRDs, RBAC and examples applied, and the development stand-in of
-// convoy's controller (internal/standin) that applies the Releases. It also
-// serves an OCI registry on 127.0.0.1 (go-containerregistry's
-// pkg/registry), pushes the example chart to it and creates the Release
-// demo/web that takes the chart from there; and a Git repository of the
-// kustomize example and the example chart's directory, served on 127.0.0.1
-// by git's own git http-backend (internal/gitserver), whose overlay the
-// Release demo/podinfo-git takes, and whose chart directory the Release
-// demo/web-git takes with its values file values-prod.yaml
-// (spec.content.valuesFiles).
-// It prints how to reach the
-// cluster and runs until SIGINT or SIGTERM, then stops every process.
+// Command local-up runs convoy locally (what `make run` runs): a control
+// plane with simulated Nodes, convoy-apiserver behind its APIService, the
+// CRDs, RBAC and examples, an OCI registry and a Git server on 127.0.0.1 for
+// the examples' sources, and the development stand-in of convoy's
+// controller. It prints how to reach the cluster and runs until SIGINT or
+// SIGTERM, then stops every process. What it starts: docs/users/local.md.
 //
 //	go run ./hack/local-up --bin-dir=$(hack/testbin.sh) --convoy-apiserver=bin/convoy-apiserver [-- convoy-apiserver flags]
 package main

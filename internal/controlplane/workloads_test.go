@@ -60,11 +60,39 @@ func TestWorkloadsRun(t *testing.T) {
 	}
 	require.NoError(t, poll(ctx, 2*time.Minute, 200*time.Millisecond, "Deployment default/web available", available("default")))
 
-	// Pending for want of a Node of the pool, then Ready on one.
-	time.Sleep(2 * time.Second)
+	// Pending for want of a Node of the pool (the scheduler found none),
+	// then Ready on one.
+	require.NoError(t, poll(ctx, 2*time.Minute, 200*time.Millisecond, "the Pods of apart/web unschedulable", func(ctx context.Context) error {
+		pods, err := kube.CoreV1().Pods("apart").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return notYet("%w", err)
+		}
+		if len(pods.Items) != 2 {
+			return notYet("%d of 2 Pods", len(pods.Items))
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				return fmt.Errorf("Pod apart/%s was bound to Node %s, which is not of the pool", p.Name, p.Spec.NodeName)
+			}
+			if !unschedulable(&p) {
+				return notYet("Pod apart/%s is not found unschedulable yet: %+v", p.Name, p.Status.Conditions)
+			}
+		}
+		return nil
+	}))
 	d, err := kube.AppsV1().Deployments("apart").Get(ctx, "web", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Zero(t, d.Status.AvailableReplicas, fmt.Sprintf("%+v", d.Status))
 	require.NoError(t, cp.AddNode(ctx, "apart-node", map[string]string{"pool": "apart"}))
 	require.NoError(t, poll(ctx, 2*time.Minute, 200*time.Millisecond, "Deployment apart/web available", available("apart")))
+}
+
+// unschedulable says whether the scheduler found no Node for p.
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
 }

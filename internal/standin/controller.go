@@ -30,22 +30,11 @@ import (
 var HoldPoll = 2 * time.Second
 
 // Controller runs the Applier on Releases like convoy's controller: on a
-// Release's creation, a spec change (generation) and a sync request (the
-// annotation convoy.kumodo.io/sync-requested-at) it renders the Release and
-//
-//   - for a new render (another renderRef than lastAttempted): records
-//     lastAttempted, applies the PreSync hooks and the first wave, lists them
-//     in the inventory and holds (rollout Holding at that wave) until the
-//     observer assesses every object of the wave Healthy; then the next wave,
-//     and so on; after the last wave, the PostSync hooks, lastApplied and
-//     rollout Complete. Without spec.healthAssessment no wave waits. A wave
-//     with a Degraded object fails the rollout (rollout Failed) until the
-//     next spec change or sync request.
-//   - for the render it applied last: applies it all again (self-heal).
-//
-// Once the rollout is Complete and the Release Healthy, it records
-// lastHealthy. It never prunes: objects the render no longer holds stay, in
-// the inventory too (GET /diff lists them in extraObjects).
+// Release's creation, a spec change and a sync request it applies a new
+// render wave by wave (hooks, inventory, rollout, each wave held until the
+// observer finds it Healthy), or the render it applied last all again
+// (self-heal); it never prunes. The steps: docs/contributors/internals.md
+// ("The local control plane and the e2e harness").
 type Controller struct {
 	Applier *Applier
 	// Workers is the number of Releases handled at once.

@@ -170,25 +170,13 @@ func linkKind(h *tar.Header) string {
 	return ""
 }
 
-// walk reads the tar+gzip archive data as a stream, and calls visit
-// with each entry and a reader of its content, in order. What an archive
-// costs is bounded by limit bytes, whatever its headers say:
-//
-//   - what it inflates to: a decompression bomb is refused after limit
-//     bytes, never inflated whole;
-//   - what visit reads: an entry whose header claims more bytes than are
-//     left of limit (limit less what visit read of the entries before it)
-//     is refused before a byte of it is read, and its content fails past
-//     what is left anyway;
-//   - a sparse entry is refused (GNU tar's type 'S', or the PAX records
-//     GNU.sparse.* of formats 0.0, 0.1 and 1.0): archive/tar gives its
-//     holes as NUL bytes it never reads, so a header of a few hundred bytes
-//     could claim a file of a terabyte and pass the bound on inflation.
-//
-// The size a header claims is checked first: a sparse entry that claims
-// more than is left is KindTooLarge like any other, one within the limit
-// KindUnsupported. A refusal is an *Error; an archive that is not tar+gzip
-// is a *formatError; an error of visit is returned as it is.
+// walk reads the tar+gzip archive data as a stream and calls visit with each
+// entry and a reader of its content, in order, bounded by limit bytes
+// whatever the headers claim: what it inflates to, what an entry claims and
+// visit reads, no sparse entry (docs/contributors/internals.md, "Sources").
+// The claimed size is checked first: a sparse entry that claims more than
+// is left is KindTooLarge, else KindUnsupported. A refusal is an *Error,
+// data that is not tar+gzip a *formatError; visit's error is returned as is.
 func walk(where, what string, data []byte, limit int64, visit func(h *tar.Header, content io.Reader) error) error {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {

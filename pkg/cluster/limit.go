@@ -28,23 +28,13 @@ const DefaultMaxResponseBytes = 64 << 20
 // messages.
 const maxResponseBytesFlag = "--max-target-response-bytes"
 
-// limitingTransport bounds the answers of one cluster's API server: client-go
-// reads every body whole before it decodes it, so a server of a tenant's
-// own (a kubeconfig may point anywhere) could else make convoy-apiserver
-// hold gigabytes. An answer that declares a Content-Length over limit is
-// refused before its body is read; any other body fails once more than
-// limit bytes are read from it. Either way the caller's read fails with a
-// *failure.Error of ReasonResponseTooLarge, which client-go returns wrapped
-// (with %w), and the connection is closed, so the server sees the client
-// hang up.
-//
-// It is the outermost RoundTripper: what it counts is what the caller
-// reads, after the http.Transport inflated a gzip answer (it does so when it
-// asked for gzip itself, which it does for client-go, which sets no
-// Accept-Encoding), so the bound is on the memory the answer takes, not on
-// the bytes on the wire. A caller that set Accept-Encoding itself would
-// get the compressed body, and this would bound only that: none of
-// convoy-apiserver's clients does. Requests are passed on unchanged.
+// limitingTransport bounds the answers of one cluster's API server, which
+// client-go reads whole before it decodes them (a tenant's kubeconfig may
+// point at a server of its own): a Content-Length over limit is refused
+// before the body is read, a body fails past limit bytes, with
+// ReasonResponseTooLarge, and the connection is closed. It is the outermost
+// RoundTripper: it counts what the caller reads, gzip inflated
+// (docs/contributors/internals.md, "Target clusters"). Requests pass unchanged.
 type limitingTransport struct {
 	cluster string
 	limit   int64

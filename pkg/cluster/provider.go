@@ -388,20 +388,13 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 }
 
 // forCluster returns the Target of the Cluster namespace/name, built from the
-// kubeconfig in the key spec.kubeConfig.secretRef.key (default "value") of
-// the Secret spec.kubeConfig.secretRef.name in the same namespace, which is
-// read as id through home.
-//
-// A missing Cluster or Secret is a *failure.Error with
-// ReasonClusterNotFound; a Secret id may not read, failure.ReasonForbidden
-// (ReasonImpersonationNotGranted when convoy-apiserver may not act as id);
-// a missing key or a kubeconfig that cannot be used
-// (RESTConfigFromKubeconfig: inline data only, no file, no program, no
-// proxy), ReasonClusterConfigInvalid. Any other error (reading the Cluster
-// or the Secret failed) is returned wrapped. The Target's dialer refuses
-// what its egress.AddressPolicy refuses (Options.AllowLoopback,
-// Options.AllowPrivate, Options.Deny), and names loopbackFlag or
-// privateFlag in the refusal of a loopback or a private address.
+// kubeconfig that its spec.kubeConfig.secretRef names (key default "value"),
+// read as id through home (docs/contributors/internals.md, "Target
+// clusters"). It fails with ReasonClusterNotFound (no Cluster or Secret),
+// failure.ReasonForbidden or ReasonImpersonationNotGranted (the Secret),
+// ReasonClusterConfigInvalid (no key; not inline data only), or a wrapped
+// error. Its dialer refuses what the egress.AddressPolicy of p's Options
+// refuses, naming loopbackFlag or privateFlag.
 func (p *Provider) forCluster(ctx context.Context, id Identity, home kubernetes.Interface, namespace, name string) (*Target, error) {
 	key := namespace + "/" + name
 	clusterName := clusterKey(key).Describe()

@@ -55,21 +55,13 @@ type readAhead struct {
 	whole   map[snapshotKey]bool
 }
 
-// ReadAhead reads with one LIST per resource and namespace, before a pass
-// reads them one by one, the objects of a Release (objects: the desired
-// ones, of which it takes the kind, namespace and name), where a LIST costs
-// less than a GET per object: when the objects of the Release, times
-// FullListCostRatio, are at least as many as the collection holds. The size
-// of a collection is not known before it is listed: a LIST is paged and
-// stops once it has read as many objects as the GETs it saves would cost,
-// so a read-ahead never costs more than twice the GETs it replaces (the
-// rent-or-buy bound); what it learnt of the collection's size keeps the
-// next passes from trying again. Get then answers the objects the LISTs
-// saw, and NotFound for an object of a collection listed whole that the
-// LIST did not see. Errors are not returned: the objects are then read one
-// by one, and their reads report what is wrong. A collection the identity
-// may not LIST, or whose page is over the limit of an answer
-// (ReasonResponseTooLarge), is not listed again for collectionMaxAge.
+// ReadAhead reads the objects of a Release (objects: the desired ones, for
+// their kind, namespace and name) with one LIST per resource and namespace
+// where that costs less than a GET per object, before the pass reads them one
+// by one: the rule, and what bounds it, are in docs/contributors/internals.md
+// ("Reading ahead"). Get then answers what the LISTs saw, and NotFound for an
+// object of a collection listed whole that they did not. Errors are not
+// returned: the reads one by one report them.
 func (r *Reader) ReadAhead(ctx context.Context, objects []*unstructured.Unstructured) {
 	groups := map[snapshotKey]map[string]bool{}
 	for _, obj := range objects {

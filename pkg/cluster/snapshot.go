@@ -136,9 +136,11 @@ type snapshotEntry struct {
 	// asked counts the lookups of the window; size is the number of
 	// objects of the last LIST of the key (from an earlier window when
 	// this one did not LIST); oneByOne counts the lookups answered
-	// ErrNotWorthListing since the last LIST (over windows). All are
-	// guarded by Snapshots.mu.
-	asked, size, oneByOne int
+	// ErrNotWorthListing since the last LIST (over windows); outdated
+	// counts the passes that found it sent before the change they follow
+	// and waited for it to end (the tests wait for them). All are guarded
+	// by Snapshots.mu.
+	asked, size, oneByOne, outdated int
 }
 
 // worthListing says whether the window after prev should LIST.
@@ -220,6 +222,7 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 				if inFlight {
 					// Sent before the change this pass follows: wait
 					// for it to end, then send or join a newer one.
+					prev.outdated++
 					s.mu.Unlock()
 					if _, err := prev.wait(ctx); ctx.Err() != nil {
 						return nil, err

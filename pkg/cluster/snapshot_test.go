@@ -39,9 +39,10 @@ func TestSnapshotsAreSharedWithinTheFreshnessWindow(t *testing.T) {
 	require.NoError(t, metav1.AddMetaToScheme(scheme))
 	client := metadatafake.NewSimpleMetadataClient(scheme, partial("shop", "a", "1"), partial("shop", "b", "2"), partial("other", "c", "3"))
 	var lists atomic.Int32
+	listed := make(chan struct{})
 	client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
 		lists.Add(1)
-		time.Sleep(20 * time.Millisecond) // callers overlap
+		<-listed
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
@@ -60,6 +61,9 @@ func TestSnapshotsAreSharedWithinTheFreshnessWindow(t *testing.T) {
 			assert.False(t, ok, "another namespace")
 		})
 	}
+	// Every pass asks while the LIST is in flight.
+	waitEntry(t, s, func(e *snapshotEntry) bool { return e.asked == 8 })
+	close(listed)
 	wg.Wait()
 	assert.Equal(t, int32(1), lists.Load(), "eight passes, one LIST")
 
@@ -133,7 +137,7 @@ func TestSnapshotsJoinTheListInFlight(t *testing.T) {
 	require.Eventually(t, func() bool { return lists.Load() == 1 }, 10*time.Second, time.Millisecond)
 	clk.SetTime(clk.Now().Add(time.Minute)) // far past the window, the LIST still in flight
 	second := get(ctx)
-	time.Sleep(50 * time.Millisecond)
+	waitEntry(t, s, func(e *snapshotEntry) bool { return e.asked == 2 })
 	close(gate)
 	a, b := <-first, <-second
 	assert.Same(t, a, b)
@@ -152,7 +156,7 @@ func TestSnapshotsJoinTheListInFlight(t *testing.T) {
 // sent before is not shared with it, one in flight is waited for (never two
 // at once) and then a newer one is sent; reads one by one are fresh anyway.
 func TestSnapshotsListedAfterAChange(t *testing.T) {
-	_, clk, lists, gate, get := gatedSnapshots(t)
+	s, clk, lists, gate, get := gatedSnapshots(t)
 	ctx := context.Background()
 
 	// A LIST in flight, sent at 0s; a change at 1s.
@@ -161,7 +165,7 @@ func TestSnapshotsListedAfterAChange(t *testing.T) {
 	clk.SetTime(clk.Now().Add(time.Second))
 	changed := WithListedAfter(ctx, clk.Now())
 	second := get(changed)
-	time.Sleep(50 * time.Millisecond)
+	waitEntry(t, s, func(e *snapshotEntry) bool { return e.outdated == 1 })
 	assert.Equal(t, int32(1), lists.Load(), "the pass after the change waits for the LIST in flight")
 	gate <- struct{}{}
 	a := <-first
@@ -286,6 +290,18 @@ func TestSnapshotsListWithinTheWindowOnceTheReadsCostAsMuch(t *testing.T) {
 	require.NoError(t, err, "three reads one by one cost a LIST of 3 × ListCostRatio: listed in the same window")
 	assert.Equal(t, 3*ListCostRatio, snap.Len())
 	assert.Equal(t, int32(2), lists.Load())
+}
+
+// waitEntry waits until the entry of the ConfigMaps of "shop" is there and
+// cond holds for it.
+func waitEntry(t *testing.T, s *Snapshots, cond func(*snapshotEntry) bool) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		v, ok := s.entries.Get(snapshotKey{resource: configMaps, namespace: "shop"})
+		return ok && cond(v.(*snapshotEntry))
+	}, 10*time.Second, time.Millisecond)
 }
 
 // gatedSnapshots returns Snapshots of a namespace "shop" whose LISTs each

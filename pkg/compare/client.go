@@ -8,20 +8,12 @@ import (
 )
 
 // Cluster is one target cluster, as one identity, as the Engine sees it: the
-// one seam between the engine and the clients of a cluster. *cluster.Reader
-// implements it (asserted in the tests: the engine does not build on the
-// cluster package), and so do the fakes of the tests.
-//
-// It is one interface with every method the engine calls, rather than a
-// small one and optional ones found by type assertion: a client that lacked
-// one would silently lose what it gives (the identity in a refusal's
-// message, the cache key, the shared LIST, the read-ahead), and a wrapper
-// that embedded a smaller interface would hide it. A client that cannot
-// tell a resourceVersion or read ahead says so: ResourceVersion answers
-// known=false and ReadAhead does nothing.
-//
-// Implementations must be safe for concurrent use once ReadAhead returned,
-// and must not modify the objects they are given.
+// one seam between the engine and the clients of a cluster, with every
+// method the engine calls (why one interface: docs/contributors/internals.md,
+// "The drift loop"). *cluster.Reader implements it (asserted in the tests),
+// and so do the fakes of the tests. Implementations must be safe for
+// concurrent use once ReadAhead returned, and must not modify the objects
+// they are given.
 type Cluster interface {
 	// Who names whom the requests are made as ("ServiceAccount NS/NAME"),
 	// for the message of a refusal (401, 403) and the key of the

@@ -3,19 +3,9 @@ package errtext
 import "strings"
 
 // gitRepositoryNotFound are the texts with which Git servers say that a
-// repository does not exist, or that the caller may not know it does (a
-// hosting service answers the same for both):
-//
-//   - git's own git-upload-pack (and git-receive-pack) on a path that is not
-//     a repository, on its standard error before any answer (exit status
-//     128): "fatal: '<path>' does not appear to be a git repository";
-//   - GitHub: "ERROR: Repository not found.";
-//   - GitLab: "The project you were looking for could not be found or you
-//     don't have permission to view it.";
-//   - Bitbucket: "repository does not exist.";
-//   - Gogs and Gitea: "Repository does not exist or you do not have access".
-//
-// The hosting services' texts are those go-git v5 matches too
+// repository does not exist, or that the caller may not know it does: git's
+// own git-upload-pack on its standard error (exit status 128), then GitHub,
+// GitLab, Bitbucket, and Gogs and Gitea, whose texts go-git v5 matches too
 // (plumbing/transport/internal/common); only git's is produced in a test.
 var gitRepositoryNotFound = []string{
 	"does not appear to be a git repository",

@@ -170,8 +170,8 @@ var (
 	// that names a link elsewhere in the source).
 	ReasonLinkUnsupported = Declare(Reason{
 		Name: "LinkUnsupported", Class: ClassInvalid, Shows: []Where{InSync, Response}, Refusal: true,
-		Means: "the source holds a link where the render would read it: a symbolic or hard link under the rendered directory (a Git commit, a bundle) or in a chart archive (every chart source), " +
-			"a submodule (gitlink) under a Git source's path, or a link elsewhere that a kustomization names. A link's target is not in the source (a symbolic link may point to /etc/passwd), so it is never followed, and never dropped in silence. It replaces GitEntryUnsupported (Git sources only)",
+		Means: "the source holds a link where the render would read it: a symbolic or hard link under the rendered directory (a Git commit, a bundle) or in a chart archive, " +
+			"a submodule under a Git source's path, or a link elsewhere that a kustomization names; a link is never followed, nor dropped in silence (the directories docs say why)",
 		Action: "replace the link by the file or directory it points to (vendor a submodule's files); the message names the link",
 	})
 	ReasonClusterUnreachable = Declare(Reason{

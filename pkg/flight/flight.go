@@ -1,19 +1,9 @@
 // Package flight shares the requests to registries and repositories among
-// their concurrent callers, each request run in a slot of the namespace
-// that started it: a fleet of Releases of one tag whose resolution just
-// expired sends one HEAD, not one per worker, and a tenant whose registry
-// never answers holds its namespace's slots only.
-//
-// A request runs on a context of its own, bounded by Options.Timeout but
-// cancelled neither with its first caller's context nor tied to its
-// park.Spot; each caller stops waiting when its own context ends, or parks
-// (park.Wait) when its context holds a Spot. A panic of a request is its
-// callers' InternalError, never the process's.
-//
-// A request still waiting for its slot is shared by the callers of its
-// namespace only: a caller of another namespace that joined it would wait
-// for the first namespace's slots. Once it holds its slot and runs, every
-// caller of the same key joins it, whatever its namespace.
+// their concurrent callers, each request run in a slot of the namespace that
+// started it, on a context of its own: a fleet of Releases of one tag whose
+// resolution just expired sends one HEAD, and a tenant whose registry never
+// answers holds its namespace's slots only. Who joins which request, and when
+// a caller stops waiting or parks: docs/contributors/internals.md ("Sources").
 package flight
 
 import (
@@ -120,6 +110,19 @@ func (g *Group) Do(ctx context.Context, namespace, key string, fn func(context.C
 	return res.Val, res.Err
 }
 
+// Joined is how many callers joined the requests running now rather than
+// start their own: the tests of the packages that share requests wait for
+// them rather than sleep.
+func (g *Group) Joined() int {
+	g.running.mu.Lock()
+	defer g.running.mu.Unlock()
+	n := 0
+	for _, c := range g.running.calls {
+		n += int(c.joined.Load())
+	}
+	return n
+}
+
 // runningCalls are the shared requests that hold their slot, by key: the
 // ones a caller of any namespace joins.
 type runningCalls struct {
@@ -130,7 +133,7 @@ type runningCalls struct {
 type runningCall struct {
 	done chan struct{}
 	res  singleflight.Result
-	// joined counts the callers that joined it (the tests wait for them).
+	// joined counts the callers that joined it (Joined).
 	joined atomic.Int32
 }
 

@@ -44,15 +44,10 @@ func (h *held) fn(name string) func(context.Context) (any, error) {
 	}
 }
 
-// waitJoined waits until n callers joined the request running for key.
-func waitJoined(t *testing.T, g *Group, key string, n int32) {
+// waitJoined waits until n callers joined the request running.
+func waitJoined(t *testing.T, g *Group, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		g.running.mu.Lock()
-		defer g.running.mu.Unlock()
-		c := g.running.calls[key]
-		return c != nil && c.joined.Load() == n
-	}, 20*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return g.Joined() == n }, 20*time.Second, time.Millisecond)
 }
 
 type result struct {
@@ -81,7 +76,7 @@ func TestDoShares(t *testing.T) {
 	for _, ns := range []string{"a", "b", "c"} {
 		others = append(others, do(g, ctx, ns, "k", h.fn(ns)))
 	}
-	waitJoined(t, g, "k", 3)
+	waitJoined(t, g, 3)
 	close(h.release)
 	for _, ch := range append(others, first) {
 		r := <-ch
@@ -138,7 +133,7 @@ func TestDoCallerGivesUp(t *testing.T) {
 	first := do(g, ctx, "a", "k", h.fn("a"))
 	<-h.started
 	second := do(g, context.Background(), "a", "k", h.fn("a2"))
-	waitJoined(t, g, "k", 1)
+	waitJoined(t, g, 1)
 	gone := errors.New("client went away")
 	cancel(gone)
 	r := <-first
@@ -160,7 +155,7 @@ func TestDoTimeout(t *testing.T) {
 	a := do(g, context.Background(), "a", "k", h.fn("a"))
 	<-h.started
 	b := do(g, context.Background(), "b", "k", h.fn("b"))
-	waitJoined(t, g, "k", 1)
+	waitJoined(t, g, 1)
 	assert.ErrorIs(t, (<-a).err, errTimeout)
 	assert.ErrorIs(t, (<-b).err, errTimeout)
 	assert.Equal(t, int32(1), h.runs.Load())
@@ -179,7 +174,7 @@ func TestDoPanics(t *testing.T) {
 	a := do(g, context.Background(), "a", "k", boom)
 	<-started
 	b := do(g, context.Background(), "b", "k", boom)
-	waitJoined(t, g, "k", 1)
+	waitJoined(t, g, 1)
 	close(release)
 	for _, ch := range []<-chan result{a, b} {
 		r := <-ch

@@ -18,32 +18,14 @@ import (
 // cache). A NotFound error of the API server means the same.
 var ErrNotFound = errors.New("the object is not on the cluster")
 
-// Assess gives the next status of one inventory entry, as the Health
-// assessment page says, from its previous status (nil the first time), the
-// verdict of the rules, the error of reading the object, the deadline of the
-// Release (nil when it has none) and the time now:
-//   - readErr set: Unknown, the message says why (the object is missing, the
-//     cluster does not serve its kind, the read failed); firstUnhealthy kept.
-//     readErr wins over the verdict.
-//   - Pass (every rule true, or no rule applies): Healthy, firstUnhealthy
-//     cleared.
-//   - Fail (a rule returned false): firstUnhealthy set to now unless it is set
-//     already, which it stays, across renders too; Progressing while now is
-//     before firstUnhealthy+deadline, Degraded from then on; Progressing for
-//     ever without a deadline. The message is the rule's.
-//   - Suspended (the first failing rule has whenFalse Suspended: its
-//     controller stopped on purpose): Suspended, firstUnhealthy cleared, so
-//     the deadline starts again when the resource is resumed and still
-//     fails. A pause is a person's choice, not a failure.
-//   - Error (a rule cannot be evaluated): Unknown, firstUnhealthy kept, the
-//     message says why.
-//
-// lastTransitionTime is now when the state changes (or was never set),
-// else kept; assessedRenderRef is entry.RenderRef; hookPhase is kept, it is
-// the hook poller's. New times are cut to the second, in the local time
-// zone, as metav1.Time reads them back from the API server, so what Assess
-// returns equals what a read of the stored status gives. The message is
-// cut to the 1024 characters the CRD allows.
+// Assess gives the next status of one inventory entry from its previous
+// status (nil the first time), the verdict of the rules, the error of reading
+// the object (which wins over the verdict), the Release's deadline (nil:
+// none) and now, as docs/contributors/internals.md ("The health loop") and
+// docs/users/health-rules.md say. lastTransitionTime moves with the state,
+// assessedRenderRef is entry.RenderRef, hookPhase is kept (the hook
+// poller's); new times are cut to the second in the local zone, as a read of
+// the stored status gives them back, and the message to the CRD's maximum.
 func Assess(prev *convoyv1alpha1.InventoryEntryStatus, entry convoyv1alpha1.InventoryEntry, verdict Verdict, readErr error, deadline *time.Duration, now time.Time) convoyv1alpha1.InventoryEntryStatus {
 	stamp := metav1.NewTime(now.Truncate(time.Second).Local())
 	next := convoyv1alpha1.InventoryEntryStatus{

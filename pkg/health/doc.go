@@ -1,18 +1,10 @@
-// Package health is the health engine of the observer. It owns one health
-// pass of a Release (Pass): given the Release, its ReleaseInventory, the
-// compiled rules it selects, a Reader of live objects and the time, it
-// returns the state of every inventory entry (Healthy, Progressing,
-// Degraded or Unknown, with the firstUnhealthy deadline of the Health
-// assessment page), the Healthy condition, status.healthSummary and the
-// reasons to wake the controller. The health loop (pkg/observer) only
-// schedules passes and writes their Outcome; GET /health only reads what it
-// wrote.
-//
-// The rest of the package are the steps of a pass: Select picks the rule
-// sets, Compiler compiles their CEL rules once per rule-set generation,
-// Evaluate runs them on a live object, Assess gives one entry its next
-// status, Summarize and HealthyCondition sum the states up. ClusterReader
-// reads live objects as the Release's identity.
+// Package health is the health engine of the observer: one health pass of a
+// Release (Pass) gives the state of every inventory entry, the Healthy
+// condition, status.healthSummary and the reasons to wake the controller; the
+// health loop (pkg/observer) only schedules passes and writes what they give.
+// Its steps: Select, Compiler, Evaluate, Assess, Summarize and
+// HealthyCondition; ClusterReader reads as the Release's identity. How a pass
+// runs: docs/contributors/internals.md ("The health loop").
 //
 //	sets, err := health.Select(release.Spec.HealthAssessment, globals, locals)
 //	rules, err := compiler.Compile(sets)        // cached per (UID, generation)

@@ -56,26 +56,13 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// Evaluate runs rules, in order, on obj, the live object as decoded from JSON
-// (unstructured.Unstructured.Object). It gives:
-//   - Pass when every rule returns true, and when there is no rule (then
-//     obj is not looked at and may be nil);
-//   - Fail when a rule returns false, with the message of the first such
-//     rule: its messageExpression when it evaluates to a non-empty string,
-//     else its message, else "rule N of SET failed: EXPRESSION"; Suspended
-//     instead when that rule's whenFalse is Suspended;
-//   - Error when a rule cannot be evaluated (an error such as a missing key,
-//     the cost limit exceeded, ctx done, or a result that is not a bool) and
-//     no rule returns false, with the first such failure as the message.
-//
-// A false wins over an error as in CEL's own a && b: a resource that fails a
-// rule is not healthy whatever the rules that cannot be evaluated would say.
-//
-// A field whose value is null is absent to the rules (withoutNulls): API
-// types that do not omit an empty field write null (a new
-// CustomResourceDefinition's status.conditions, an HPA's
-// status.currentMetrics), and object.?status.?conditions.orValue([]) must
-// give [] there, not a null that no list function takes.
+// Evaluate runs rules, in order, on obj, the live object as decoded from
+// JSON: Pass when every rule returns true (or there is none: obj may then be
+// nil), Fail with the message of the first false rule (Suspended when its
+// whenFalse says so), Error when a rule cannot be evaluated and none returns
+// false: a false wins, as in CEL's a && b. A field whose value is null is
+// absent to the rules (withoutNulls). The rules of it:
+// docs/contributors/internals.md ("The health loop").
 func Evaluate(ctx context.Context, rules []*CompiledRule, obj map[string]any) Verdict {
 	if len(rules) == 0 {
 		return Verdict{Result: ResultPass, Message: MessageNoRule}

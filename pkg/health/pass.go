@@ -101,23 +101,13 @@ type Outcome struct {
 	HookPollErr error
 }
 
-// Pass runs one health pass of a Release, as the Health assessment page
-// says: for each inventory entry it finds the rules that apply, reads the
-// object when a rule applies (or it is a hook workload), and gives it a state
-// (Assess); then it sums the states up into the Healthy condition and the
-// healthSummary, and lists the reasons to wake the controller. It writes
-// nothing: the caller writes the Outcome.
-//
-//   - Without spec.healthAssessment: NotConfigured, a summary of zeros, and
-//     only the hook workloads are read, for their phase.
-//   - Rules that cannot be selected or compiled, or a target cluster that
-//     cannot be had or reached: CannotAssess; nothing is written but the
-//     condition, and the summary keeps its last value.
-//   - Not every entry at status.lastAttempted.renderRef: Pending.
-//   - Else the worst state of the entries (HealthyCondition).
-//
-// A panic of the pass ends it as CannotAssess with the message
-// "InternalError: ..." (the stack is logged); it never reaches the caller.
+// Pass runs one health pass of a Release: for each inventory entry it finds
+// the rules that apply, reads the object when one does (or it is a hook
+// workload) and gives it a state (Assess); then it sums the states up into
+// the Healthy condition and the healthSummary, and lists the reasons to wake
+// the controller (docs/contributors/internals.md, "The health loop"). It
+// writes nothing: the caller writes the Outcome. A panic ends it as
+// CannotAssess, "InternalError: ..." (the stack logged), never the caller.
 func Pass(ctx context.Context, in Input) (out Outcome) {
 	defer func() {
 		if r := recover(); r != nil {

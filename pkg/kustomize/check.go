@@ -199,23 +199,11 @@ func (p *Plan) Under(files *Files) []string {
 }
 
 // Check walks the kustomization of dir and every kustomization it reaches
-// (resources, bases, components) and refuses, before any is built:
-//
-//   - a URL (http:// or https://) in a field that names a file, or
-//     anywhere in a plugin configuration: kustomize would GET it
-//     (KustomizeRemoteRefused); another name of a file that is not a file
-//     of the source is KustomizeInvalid;
-//   - a resource, base or component that is neither a file nor a directory
-//     of files: kustomize would clone it with git (KustomizeRemoteRefused);
-//   - helmCharts, helmGlobals, helmChartInflationGenerator, and a
-//     generator, transformer or validator that is not builtin (apiVersion:
-//     builtin, not HelmChartInflationGenerator), or that carries a function
-//     annotation (KustomizePluginRefused); one given as a directory, whose
-//     configurations kustomize would build first, is refused too;
-//   - a kustomization that does not parse, a cycle (KustomizeInvalid);
-//   - a walk past limits (KustomizeTooLarge).
-//
-// where names the source in messages.
+// (resources, bases, components) and, before any is built, refuses what
+// kustomize would fetch, clone or run (a URL, a remote base, Helm, a plugin
+// or a KRM function), a kustomization that does not parse, a cycle, and a
+// walk past limits: the refusals and their reasons are in
+// docs/users/directories.md. where names the source in messages.
 func Check(where string, files *Files, dir string, limits Limits) (*Plan, error) {
 	w := &walker{where: where, files: files, limits: limits.withDefaults(), builds: map[string]int{}, onStack: map[string]bool{}}
 	if _, err := w.kustomization(dir, 1); err != nil {

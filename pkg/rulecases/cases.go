@@ -1,19 +1,8 @@
 // Package rulecases reads the case files of health rules and runs them: for
 // each case, an object and the state and message its author expects the
-// rules to give it. `kubectl convoy rules test --cases` and the tests of
-// the default rule sets (artifacts/rules/cases) run the same cases through
-// this package.
-//
-// A case file is YAML (or JSON):
-//
-//	cases:
-//	- name: rollout stuck
-//	  source: a cluster, kubectl get deploy web -o yaml   # optional
-//	  state: Progressing          # Healthy, Progressing, Suspended or Unknown
-//	  message: 1 of 3 replicas updated
-//	  # or messagePattern: '^\d+ of 3 replicas updated$'  (RE2, unanchored)
-//	  object: {apiVersion: apps/v1, kind: Deployment, ...}
-//	  # or objectFile: objects/web.yaml  (relative to the case file)
+// rules to give it. `kubectl convoy rules test --cases` and the tests of the
+// default rule sets (artifacts/rules/cases) run the same cases through this
+// package; the format of a case file: docs/users/rule-cases.md.
 package rulecases
 
 import (

@@ -170,7 +170,12 @@ func TestOCIRefusals(t *testing.T) {
 		assert.Contains(t, ferr.Message, "connection refused")
 	})
 	t.Run("a registry slower than the timeout", func(t *testing.T) {
+		asked := make(chan struct{}, 1)
 		reg := startRegistry(t, ociregistry.Options{Hook: func(_ http.ResponseWriter, r *http.Request) bool {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
 			select {
 			case <-r.Context().Done():
 			case <-time.After(5 * time.Second):
@@ -186,7 +191,7 @@ func TestOCIRefusals(t *testing.T) {
 			_, err := f.Resolve(ctx, release, inputsOf())
 			resolved <- err
 		}()
-		time.Sleep(50 * time.Millisecond)
+		<-asked // the Resolve's request runs: the Fetch joins it
 		ferr := fetchErr(t, f, release, inputsOf(), ReasonFetchTimeout)
 		assert.Contains(t, ferr.Message, "--fetch-timeout")
 		assert.Equal(t, ReasonFetchTimeout, failure.ReasonOf(<-resolved))

@@ -93,7 +93,8 @@ func TestSharedRequestOutlivesItsFirstCaller(t *testing.T) {
 		assert.NoError(t, err)
 		second <- out
 	}()
-	time.Sleep(100 * time.Millisecond) // the second joins the download
+	// The second joins the download before the first gives up.
+	require.Eventually(t, func() bool { return f.flights.Joined() == 1 }, 20*time.Second, time.Millisecond)
 	cancelFirst()
 	err = <-firstErr
 	require.Error(t, err)

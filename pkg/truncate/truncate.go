@@ -1,7 +1,7 @@
 // Package truncate cuts messages to what the API server accepts where they
 // are written, so that a long message (a template error, a webhook's answer,
 // a list of reasons) never makes a write fail: the message lands, cut, with
-// a visible marker.
+// a visible marker. Display cuts what a page shows the same way.
 package truncate
 
 import (
@@ -35,6 +35,18 @@ func String(s string, limit int) string {
 		return cut(s, limit)
 	}
 	return cut(s, limit-len(marker)) + marker
+}
+
+// Display is String for text shown to a person rather than written to the
+// API server (the web view's values and objects): s when it is at most
+// limit bytes long; else its beginning of at most limit bytes, cut between
+// two characters, followed by a marker that says how many bytes s has past
+// limit. The marker is not counted in limit.
+func Display(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return cut(s, limit) + "… (" + strconv.Itoa(len(s)-limit) + " bytes more)"
 }
 
 // cut returns the longest beginning of s of at most n bytes that does not

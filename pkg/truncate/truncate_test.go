@@ -31,6 +31,21 @@ func TestString(t *testing.T) {
 	}
 }
 
+// Display keeps what it shows within the limit, says how many bytes were
+// past it, and never shows half a character.
+func TestDisplay(t *testing.T) {
+	for _, tc := range []struct{ s, want string }{
+		{s: "ab", want: "ab"},
+		{s: "abcd", want: "ab… (2 bytes more)"},
+		{s: "é€", want: "é… (3 bytes more)"},
+		{s: "日本", want: "… (4 bytes more)"},
+	} {
+		got := Display(tc.s, 2)
+		assert.Equal(t, tc.want, got, tc.s)
+		assert.True(t, utf8.ValidString(got), tc.s)
+	}
+}
+
 func FuzzString(f *testing.F) {
 	f.Add("héllo wörld", 5)
 	f.Add(strings.Repeat("日本", 100), 1024)

@@ -9,6 +9,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/describe"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // previewPage is a Release's /preview: its desired objects as YAML, as the
@@ -45,7 +46,7 @@ func newPreviewPage(base, namespace, name string, p *subresourcesv1alpha1.Releas
 		if err != nil {
 			return nil, fmt.Errorf("object %d of the preview: %w", i, err)
 		}
-		page.Objects = append(page.Objects, previewObject{Object: convoyv1alpha1.ObjectKeyOf(u).Describe(), YAML: cutAt(string(y), maxObject)})
+		page.Objects = append(page.Objects, previewObject{Object: convoyv1alpha1.ObjectKeyOf(u).Describe(), YAML: truncate.Display(string(y), maxObject)})
 	}
 	return page, nil
 }

@@ -15,6 +15,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/describe"
+	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
 // Bounds of what one page shows of the cluster's text: a value or object
@@ -212,7 +213,7 @@ func newReleasePage(base string, r *convoyv1alpha1.Release, diff *subresourcesv1
 		s.NextRequest = newTimeCell(sh.NextRequestAt, now)
 		for _, c := range sh.Contested {
 			s.Contested = append(s.Contested, contestedRow{
-				Object:  convoyv1alpha1.ObjectKey{Group: c.Group, Kind: c.Kind, Namespace: c.Namespace, Name: c.Name}.Describe(),
+				Object:  c.Object().Describe(),
 				Path:    c.Path,
 				Manager: describe.Manager(c.Manager, c.Subresource),
 				Heals:   c.Heals,
@@ -261,7 +262,7 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 		s.Resolved = describe.Resolved(d.ResolvedSource)
 	}
 	for _, o := range d.Objects {
-		name := convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.Describe()
+		name := o.Key().Describe()
 		if o.Status == subresourcesv1alpha1.ObjectInSync {
 			s.InSync = append(s.InSync, name)
 			continue
@@ -369,11 +370,4 @@ func value(raw *runtime.RawExtension) string {
 }
 
 // cut bounds a text of the cluster to maxValue bytes.
-func cut(s string) string { return cutAt(s, maxValue) }
-
-func cutAt(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + fmt.Sprintf("… (%d bytes more)", len(s)-n)
-}
+func cut(s string) string { return truncate.Display(s, maxValue) }

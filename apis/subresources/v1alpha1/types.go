@@ -196,6 +196,11 @@ type ObjectDiff struct {
 	Contested []ContestedField `json:"contested,omitempty"`
 }
 
+// Key is the key of the object, which names it (Describe) and indexes it.
+func (o ObjectDiff) Key() convoyv1alpha1.ObjectKey {
+	return convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+}
+
 // ContestedField is a field that the same manager took back after each
 // self-heal, at least --contest-heals times within --contest-window: a
 // fight self-heal cannot win. Remove the field from the render, or let that

@@ -150,7 +150,7 @@ func (ov *overview) rows() []objectRow {
 	}
 	if ov.diff != nil {
 		for _, o := range ov.diff.Objects {
-			r := add(convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
+			r := add(o.Key())
 			r.sync = string(o.Status)
 			if len(o.Changes) > 0 {
 				paths := make([]string, 0, len(o.Changes))

@@ -1,17 +1,13 @@
 package cmd
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
@@ -92,33 +88,14 @@ func (o *Options) waitRefreshed(cmd *cobra.Command, name string, requestedAt, an
 		return exitWaitError, err
 	}
 	var last *convoyv1alpha1.Release
-	check := func(ctx context.Context) (bool, error) {
-		u, err := releases.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case err == nil:
-		case ctx.Err() != nil || pastDeadline(ctx):
-			return false, nil
-		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-			return false, err
-		default:
-			return false, nil
-		}
-		var r convoyv1alpha1.Release
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
-			return false, err
-		}
-		last = &r
+	_, err = pollRelease(cmd.Context(), releases, name, timeout, func(r *convoyv1alpha1.Release) bool {
+		last = r
 		// The server's clock now, as far as this one can tell.
-		return refreshHandled(r.Status.LastHandledRefreshAt, requestedAt, requestedAt.Add(time.Since(answered))), nil
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	err = wait.PollUntilContextTimeout(ctx, waitPoll, timeout, true, check)
+		return refreshHandled(r.Status.LastHandledRefreshAt, requestedAt, requestedAt.Add(time.Since(answered)))
+	})
 	switch {
 	case err == nil:
-	case wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, errTimedOut):
 		return exitNotReached, fmt.Errorf("timed out after %s waiting for the refresh of release %s/%s to be handled (is convoy-apiserver's drift loop running?)", timeout, namespace, name)
 	default:
 		return exitWaitError, fmt.Errorf("release %s/%s: %w", namespace, name, err)

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
@@ -93,6 +95,46 @@ func (o *Options) runWait(cmd *cobra.Command, args []string, what string, timeou
 		return exitWaitError, err
 	}
 	var last waitState
+	readErr, err := pollRelease(cmd.Context(), releases, name, timeout, func(r *convoyv1alpha1.Release) bool {
+		last = releaseWaitState(r, what)
+		return last.reached || last.degraded
+	})
+	switch {
+	case err == nil && last.reached:
+		fmt.Fprintf(o.Streams.Out, "release.convoy.kumodo.io/%s %s\n", name, what)
+		return exitReached, nil
+	case err == nil && last.degraded:
+		return exitNotReached, fmt.Errorf("release %s/%s is Degraded: %s", namespace, name, last.why)
+	case errors.Is(err, errTimedOut):
+		why := last.why
+		if readErr != nil {
+			why = readErr.Error()
+		}
+		return exitNotReached, fmt.Errorf("timed out after %s waiting for release %s/%s to be %s: %s", timeout, namespace, name, what, why)
+	default:
+		return exitWaitError, fmt.Errorf("release %s/%s: %w", namespace, name, err)
+	}
+}
+
+// waitState is where a Release stands for release wait.
+type waitState struct {
+	reached, degraded bool
+	why               string // what is missing, for the timeout message
+}
+
+// errTimedOut is pollRelease's error when the timeout passed first.
+var errTimedOut = errors.New("timed out")
+
+// pollRelease reads the Release name every waitPoll until done says it is
+// what is waited for, or timeout passes (a timeout of 0 or less reads
+// once): it returns nil, errTimedOut, or the error of a read that trying
+// again cannot mend (the Release does not exist, the user may not read it,
+// it does not decode). Other failed reads are tried again until the
+// timeout; readErr is the last of them when no read succeeded since.
+func pollRelease(ctx context.Context, releases dynamic.ResourceInterface, name string, timeout time.Duration, done func(*convoyv1alpha1.Release) bool) (readErr, err error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	check := func(ctx context.Context) (bool, error) {
 		u, err := releases.Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -105,53 +147,28 @@ func (o *Options) runWait(cmd *cobra.Command, args []string, what string, timeou
 		case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			return false, err
 		default:
-			last.err = err // a passing failure: try again until the timeout
+			readErr = err // a passing failure: try again until the timeout
 			return false, nil
 		}
-		last.err = nil
+		readErr = nil
 		var r convoyv1alpha1.Release
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &r); err != nil {
 			return false, err
 		}
-		state := releaseWaitState(&r, what)
-		last.reached, last.degraded, last.why = state.reached, state.degraded, state.why
-		return last.reached || last.degraded, nil
-	}
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
+		return done(&r), nil
 	}
 	if timeout <= 0 {
 		// Check once, with the request's own time.
-		var done bool
-		if done, err = check(ctx); err == nil && !done {
-			err = context.DeadlineExceeded
+		if ok, err := check(ctx); err != nil || !ok {
+			return readErr, cmp.Or(err, errTimedOut)
 		}
-	} else {
-		err = wait.PollUntilContextTimeout(ctx, waitPoll, timeout, true, check)
+		return nil, nil
 	}
-	switch {
-	case err == nil && last.reached:
-		fmt.Fprintf(o.Streams.Out, "release.convoy.kumodo.io/%s %s\n", name, what)
-		return exitReached, nil
-	case err == nil && last.degraded:
-		return exitNotReached, fmt.Errorf("release %s/%s is Degraded: %s", namespace, name, last.why)
-	case wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded):
-		why := last.why
-		if last.err != nil {
-			why = last.err.Error()
-		}
-		return exitNotReached, fmt.Errorf("timed out after %s waiting for release %s/%s to be %s: %s", timeout, namespace, name, what, why)
-	default:
-		return exitWaitError, fmt.Errorf("release %s/%s: %w", namespace, name, err)
+	err = wait.PollUntilContextTimeout(ctx, waitPoll, timeout, true, check)
+	if wait.Interrupted(err) || errors.Is(err, context.DeadlineExceeded) {
+		return readErr, errTimedOut
 	}
-}
-
-// waitState is where a Release stands for release wait.
-type waitState struct {
-	reached, degraded bool
-	why               string // what is missing, for the timeout message
-	err               error  // the last failed read
+	return readErr, err
 }
 
 // releaseWaitState tells whether r is what (insync, healthy, synced), or

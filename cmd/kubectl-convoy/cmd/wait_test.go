@@ -2,11 +2,18 @@ package cmd
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
@@ -82,6 +89,74 @@ func TestPastDeadline(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			assert.Equal(t, tc.want, pastDeadline(tc.ctx))
+		})
+	}
+}
+
+// release wait and release refresh --wait poll the Release alike: a failed
+// read is tried again until the timeout and named in it, a Release that is
+// gone or may not be read ends the wait at once, a timeout of 0 reads once.
+func TestPollRelease(t *testing.T) {
+	previous := waitPoll
+	waitPoll = time.Millisecond
+	t.Cleanup(func() { waitPoll = previous })
+	release := func(generation int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(convoyv1alpha1.SchemeGroupVersion.String())
+		u.SetKind("Release")
+		u.SetNamespace("shop")
+		u.SetName("web")
+		u.SetGeneration(generation)
+		return u
+	}
+	unavailable := apierrors.NewServiceUnavailable("etcd is down")
+	notFound := apierrors.NewNotFound(releasesGVR.GroupResource(), "web")
+	type read struct {
+		obj *unstructured.Unstructured
+		err error
+	}
+	tests := []struct {
+		name    string
+		reads   []read // the last one answers every read after it
+		timeout time.Duration
+		err     error
+		readErr error
+		n       int32 // reads sent; 0: at least len(reads)
+	}{
+		{name: "reached after a failed read and one not yet", timeout: time.Minute,
+			reads: []read{{err: unavailable}, {obj: release(1)}, {obj: release(2)}}, n: 3},
+		{name: "gone: at once", timeout: time.Minute, reads: []read{{err: notFound}}, err: notFound, n: 1},
+		{name: "failed reads until the timeout", timeout: 50 * time.Millisecond,
+			reads: []read{{obj: release(1)}, {err: unavailable}}, err: errTimedOut, readErr: unavailable},
+		{name: "not yet until the timeout, a failed read before", timeout: 50 * time.Millisecond,
+			reads: []read{{err: unavailable}, {obj: release(1)}}, err: errTimedOut},
+		{name: "a timeout of 0 reads once", reads: []read{{obj: release(1)}}, err: errTimedOut, n: 1},
+		{name: "a timeout of 0, reached", reads: []read{{obj: release(2)}}, n: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+			var n atomic.Int32
+			client.PrependReactor("get", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
+				r := tc.reads[min(int(n.Add(1)), len(tc.reads))-1]
+				if r.err != nil {
+					return true, nil, r.err
+				}
+				return true, r.obj, nil
+			})
+			readErr, err := pollRelease(context.Background(), client.Resource(releasesGVR).Namespace("shop"), "web", tc.timeout,
+				func(r *convoyv1alpha1.Release) bool { return r.Generation >= 2 })
+			if tc.err == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tc.err)
+			}
+			assert.Equal(t, tc.readErr, readErr)
+			if tc.n > 0 {
+				assert.Equal(t, tc.n, n.Load())
+			} else {
+				assert.GreaterOrEqual(t, n.Load(), int32(len(tc.reads)))
+			}
 		})
 	}
 }
