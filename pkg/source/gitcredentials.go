@@ -2,9 +2,7 @@ package source
 
 import (
 	"context"
-	"net"
 	"net/url"
-	"time"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -86,14 +84,4 @@ func (f *Fetcher) gitCredentials(ctx context.Context, inputs Inputs, namespace s
 		}
 	}
 	return &gitCredentials{auth: a, key: credentialKey(material, tlsKey)}, nil
-}
-
-// dialer is the dialer of the sources' connections: the address policy,
-// or the tests' Control.
-func (f *Fetcher) dialer() *net.Dialer {
-	d := f.opts.Policy.Dialer(30 * time.Second)
-	if f.dialControl != nil {
-		d.Control = f.dialControl
-	}
-	return d
 }
