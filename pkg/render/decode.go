@@ -12,6 +12,13 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
+// DecodeObjects decodes a JSON array of objects from r, one at a time, up
+// to maxObjects (decodeObjects, no bound of strings): a Runner reads the
+// render of another process with it.
+func DecodeObjects(r io.Reader, maxObjects int, what string) ([]*unstructured.Unstructured, error) {
+	return decodeObjects(r, maxObjects, 0, what)
+}
+
 // decodeObjects decodes a JSON array of objects from r one object at a time,
 // and stops with TooManyObjects at the first object past maxObjects, so that
 // a render past the limit is never decoded whole (nor held twice, as JSON

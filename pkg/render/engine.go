@@ -49,7 +49,7 @@ func NewEngine(sources *source.Fetcher, runner Runner, limits Limits) *Engine {
 	if runner == nil {
 		runner = InProcess{}
 	}
-	return &Engine{runner: runner, sources: sources, limits: limits.withDefaults(), decodes: make(chan struct{}, MaxStoredDecodes)}
+	return &Engine{runner: runner, sources: sources, limits: limits.WithDefaults(), decodes: make(chan struct{}, MaxStoredDecodes)}
 }
 
 // WithBuildCache makes e keep the builds of kustomizations and chart
@@ -110,13 +110,15 @@ func (e *Engine) Store(client kubernetes.Interface) *Store {
 	return &Store{client: client, limits: e.limits, decodes: e.decodes}
 }
 
-// errRenderTimeout is the cause of the deadline of a render.
-var errRenderTimeout = errors.New("render timeout")
+// ErrTimeout is the cause (context.Cause) of the deadline of a render: a
+// Runner tells a render past the render timeout, RenderTimeout, from one
+// its caller stopped.
+var ErrTimeout = errors.New("render timeout")
 
 // timedOut returns the RenderTimeout error when ctx ended with the render's
 // deadline, nil otherwise.
 func (e *Engine) timedOut(ctx context.Context, where string) *failure.Error {
-	if !errors.Is(context.Cause(ctx), errRenderTimeout) {
+	if !errors.Is(context.Cause(ctx), ErrTimeout) {
 		return nil
 	}
 	return failure.New(ReasonRenderTimeout, nil, "%s took longer than the render timeout of %s (--render-timeout) and was stopped", where, e.limits.Timeout)

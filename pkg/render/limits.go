@@ -74,7 +74,8 @@ type Limits struct {
 	MaxValuesFileBytes int
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults is l with its zero fields set to their defaults.
+func (l Limits) WithDefaults() Limits {
 	if l.Timeout <= 0 {
 		l.Timeout = DefaultTimeout
 	}

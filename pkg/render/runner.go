@@ -21,7 +21,7 @@ type Runner interface {
 // InProcess runs charts and kustomizations in this process. Helm's template
 // engine does not stop at a deadline and a process that builds
 // kustomizations should have no network, so convoy-apiserver uses a
-// Sandbox; tests and tools that render trusted sources use this.
+// Sandbox (pkg/sandbox); tests and tools that render trusted sources use this.
 type InProcess struct{}
 
 // Template implements Runner.
