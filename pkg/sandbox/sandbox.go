@@ -26,6 +26,7 @@ import (
 
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/jsonobjects"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
@@ -246,7 +247,9 @@ func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.U
 		}
 		return nil, &failure.Error{Reason: resp.Reason, Message: resp.Message}
 	}
-	objs, err := render.DecodeObjects(bytes.NewReader(trimmed), maxObjects, where)
+	objs, err := jsonobjects.Decode(bytes.NewReader(trimmed), maxObjects, 0, func() error {
+		return failure.New(render.ReasonTooManyObjects, nil, "%s holds more objects than the limit of %d (--max-render-objects)", where, maxObjects)
+	})
 	if f, ok := failure.As(err); ok {
 		return nil, f
 	}
