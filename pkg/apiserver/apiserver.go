@@ -36,6 +36,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/sandbox"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 	"github.com/kumodo/convoy-apiserver/pkg/version"
 )
 
@@ -135,6 +136,7 @@ func RegisterMetrics() {
 	cluster.RegisterMetrics()
 	agecache.RegisterMetrics()
 	source.RegisterMetrics()
+	verify.RegisterMetrics()
 	sandbox.RegisterMetrics()
 	metricSet.Register()
 	limit, _ := memoryLimitBytes(cgroupMemoryFiles)
