@@ -3,6 +3,7 @@ package source
 import (
 	"k8s.io/component-base/metrics"
 
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
@@ -88,7 +89,7 @@ func countRefusal(err error) error {
 // starts at 0.
 var refusalReasons = []string{
 	egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonDigestMismatch,
-	ReasonArtifactUnsupported, ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
+	ReasonArtifactUnsupported, credentials.ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
 	verify.ReasonSignatureUnverified,
 }
 

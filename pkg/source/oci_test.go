@@ -15,6 +15,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/internal/tartest"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -251,8 +252,8 @@ func TestOCICredentials(t *testing.T) {
 
 	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("private/web"), Tag: "1"}), inputs, ReasonSourceUnauthorized)
 	fetchErr(t, f, ociRelease(withSecret("wrong")), inputs, ReasonSourceUnauthorized)
-	fetchErr(t, f, ociRelease(withSecret("missing")), inputs, ReasonCredentialsInvalid)
-	ferr := fetchErr(t, f, ociRelease(withSecret("opaque")), inputs, ReasonCredentialsInvalid)
+	fetchErr(t, f, ociRelease(withSecret("missing")), inputs, credentials.ReasonCredentialsInvalid)
+	ferr := fetchErr(t, f, ociRelease(withSecret("opaque")), inputs, credentials.ReasonCredentialsInvalid)
 	assert.Contains(t, ferr.Message, "kubernetes.io/dockerconfigjson")
 
 	src, err := f.Fetch(ctx, ociRelease(withSecret("good")), inputs)

@@ -7,8 +7,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/component-base/metrics"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -48,7 +46,7 @@ func countTrustRootFetch(err error) {
 // digest: nothing is resolved again in between.
 func (f *Fetcher) verifyOCI(ctx context.Context, namespace string, src *convoyv1alpha1.OCIRepositorySource, inputs Inputs, r *ociResolution, ref name.Digest, where string) (*subresourcesv1alpha1.SourceSignature, error) {
 	since := f.freshAfter(ctx)
-	host := verifyHost{f: f, namespace: namespace, inputs: inputs, since: since}
+	host := verifyHost{releaseSecrets: releaseSecrets{inputs: inputs, namespace: namespace}, f: f, since: since}
 	sig, err := f.verifier.Verify(ctx, host, verify.Artifact{Namespace: namespace, Ref: ref, Puller: r.puller, Where: where, Since: since}, src.Verify)
 	if errors.Is(err, verify.ErrUnknownProvider) {
 		return nil, failure.New(ReasonSourceInvalid, nil, "verify.provider %q is not cosign", src.Verify.Provider)
@@ -100,23 +98,11 @@ func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Re
 }
 
 // verifyHost is the Fetcher as a verify.Fetcher: it reads as the Release
-// (inputs) and shares requests in the fetch slots of its namespace.
+// (releaseSecrets) and shares requests in the fetch slots of its namespace.
 type verifyHost struct {
-	f         *Fetcher
-	namespace string
-	inputs    Inputs
-	since     time.Time
-}
-
-func (h verifyHost) Secret(ctx context.Context, name, what string) (*corev1.Secret, error) {
-	s, err := h.inputs.Secret(ctx, h.namespace, name)
-	switch {
-	case err == nil || apierrors.IsNotFound(err):
-		return s, err
-	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", what)
-	}
-	return nil, Unavailable(err, "%s could not be read", what)
+	releaseSecrets
+	f     *Fetcher
+	since time.Time
 }
 
 func (h verifyHost) PublicTrustRoot(ctx context.Context, where string) (*cosign.TrustRoot, error) {
