@@ -88,15 +88,16 @@ test: setup modules
 UNIT_TIMEOUT ?= 30m
 
 ## test-unit: unit tests with the race detector; then, without it, the
-## Sandbox tests, whose child process (the test binary) must not carry the
-## race detector's shadow memory into its RLIMIT_DATA, and the conformance
-## of charts with Helm's own template action (-tags helmconformance: its
-## dependencies are compiled once, not again for the race detector)
+## Sandbox tests (pkg/sandbox), whose child process (the test binary) must
+## not carry the race detector's shadow memory into its RLIMIT_DATA, and the
+## conformance of charts with Helm's own template action (-tags
+## helmconformance: its dependencies are compiled once, not again for the
+## race detector)
 test-unit: setup unit-phases
 
 unit-phases:
 	@$(PHASE) unit $(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
-	@$(PHASE) norace $(GO) test $(GOTEST_FLAGS) -tags helmconformance -run '^(TestSandbox|TestChartConformsToHelm|TestHelmCasesHoldEveryChomper)' ./pkg/render/
+	@$(PHASE) norace $(GO) test $(GOTEST_FLAGS) -tags helmconformance -run '^(TestSandbox|TestChartConformsToHelm|TestHelmCasesHoldEveryChomper)' ./pkg/sandbox/ ./pkg/render/
 	@$(PHASE) promql sh -c 'cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...'
 
 test-e2e: setup testbin

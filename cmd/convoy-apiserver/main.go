@@ -14,14 +14,14 @@ import (
 	"k8s.io/component-base/cli"
 
 	"github.com/kumodo/convoy-apiserver/cmd/convoy-apiserver/app"
-	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/sandbox"
 )
 
 func main() {
 	// convoy-apiserver templates Helm charts in children of itself, which
-	// the render timeout can kill (pkg/render.Sandbox).
-	if len(os.Args) == 2 && os.Args[1] == render.ChildArg {
-		os.Exit(render.RunChild(os.Stdin, os.Stdout))
+	// the render timeout can kill (pkg/sandbox).
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
 	}
 	ctx := genericapiserver.SetupSignalContext()
 	os.Exit(cli.Run(app.NewCommand(ctx)))

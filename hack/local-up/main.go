@@ -52,6 +52,7 @@ import (
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // marker tells a directory that local-up may wipe from one it must not touch.
@@ -391,7 +392,7 @@ func keylessRelease(ctx context.Context, kube kubernetes.Interface, convoy convo
 	if err != nil {
 		return err
 	}
-	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sigstore-root"}, Data: map[string][]byte{source.TrustRootKey: trust}}
+	root := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "sigstore-root"}, Data: map[string][]byte{verify.TrustRootKey: trust}}
 	if _, err := kube.CoreV1().Secrets("demo").Create(ctx, root, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the Secret demo/sigstore-root: %w", err)
 	}

@@ -33,8 +33,10 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/sandbox"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 	"github.com/kumodo/convoy-apiserver/pkg/version"
 )
 
@@ -134,7 +136,8 @@ func RegisterMetrics() {
 	cluster.RegisterMetrics()
 	agecache.RegisterMetrics()
 	source.RegisterMetrics()
-	render.RegisterMetrics()
+	verify.RegisterMetrics()
+	sandbox.RegisterMetrics()
 	metricSet.Register()
 	limit, _ := memoryLimitBytes(cgroupMemoryFiles)
 	memoryLimit.Set(float64(limit))
@@ -186,7 +189,7 @@ func (c CompletedConfig) New() (*Server, error) {
 	recorder := broadcaster.NewRecorder(convoyscheme.Scheme, Name+"/"+hostname)
 
 	RegisterMetrics()
-	// Charts are templated by children of this very binary (render.ChildArg),
+	// Charts are templated by children of this very binary (sandbox.ChildArg),
 	// which the render timeout kills.
 	exe, err := os.Executable()
 	if err != nil {
@@ -202,9 +205,9 @@ func (c CompletedConfig) New() (*Server, error) {
 	// desired, /diff, /preview and the drift loop): their caches and slots
 	// are shared, and no package holds one of its own.
 	fetcher := source.NewFetcher(sourceOpts)
-	sandbox := render.NewSandbox(exe, x.RenderConcurrency, x.Render)
-	checkRenderNetwork(sandbox)
-	renderEngine := render.NewEngine(fetcher, sandbox, x.Render).
+	children := sandbox.New(exe, x.RenderConcurrency, x.Render)
+	checkRenderNetwork(children)
+	renderEngine := render.NewEngine(fetcher, children, x.Render).
 		WithBuildCache(x.BuildCacheBytes, time.Hour, clock.RealClock{})
 	redactor := redact.New()
 	compareEngine := compare.NewEngine(redactor, x.CompareWorkers)
@@ -266,10 +269,10 @@ func (c CompletedConfig) New() (*Server, error) {
 // checkRenderNetwork finds out, once, whether the render processes run
 // without a network by the kernel's filter, and says so in the log (and in
 // convoy_render_network_filter).
-func checkRenderNetwork(sandbox *render.Sandbox) {
+func checkRenderNetwork(children *sandbox.Sandbox) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sandbox.CheckNetworkFilter(ctx); err != nil {
+	if err := children.CheckNetworkFilter(ctx); err != nil {
 		klog.ErrorS(err, "The render processes run with a network: the kernel's filter could not be installed, only net/http's default transport refuses them")
 		return
 	}

@@ -17,6 +17,7 @@ import (
 	componentbaseconfig "k8s.io/component-base/config"
 
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/sandbox"
 )
 
 // TestMain lets the test binary be a Sandbox's child, as convoy-apiserver's
@@ -24,8 +25,8 @@ import (
 // this very binary, which would otherwise run the tests again (and New
 // again, and its probe, until the probe's deadline).
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == render.ChildArg {
-		os.Exit(render.RunChild(os.Stdin, os.Stdout))
+	if len(os.Args) == 2 && os.Args[1] == sandbox.ChildArg {
+		os.Exit(sandbox.RunChild(os.Stdin, os.Stdout))
 	}
 	os.Exit(m.Run())
 }

@@ -11,42 +11,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/internal/tartest"
 )
-
-// entry is an entry of tarGz.
-type entry = ociregistry.TarEntry
-
-// tarGz is a tar+gzip archive of entries, in order.
-func tarGz(t *testing.T, entries ...entry) []byte {
-	t.Helper()
-	data, err := ociregistry.TarGzEntries(entries...)
-	require.NoError(t, err)
-	return data
-}
-
-func sparseTarGz(t *testing.T, format ociregistry.SparseFormat, name string, size int64) []byte {
-	t.Helper()
-	data, err := ociregistry.SparseTarGz(format, name, size)
-	require.NoError(t, err)
-	return data
-}
 
 // A bundle's symbolic and hard links are not read but listed; every link
 // of a chart is refused (KindLink): Helm's loader reads one as an empty
 // file.
 func TestLinks(t *testing.T) {
-	bundle := tarGz(t,
-		entry{Name: "apps/web/deploy.yaml", Data: "kind: Deployment"},
-		entry{Name: "apps/web/passwd.yaml", Symlink: "/etc/passwd"},
-		entry{Name: "apps/api/copy.yaml", Hardlink: "apps/web/deploy.yaml"},
+	bundle := tartest.TarGz(t,
+		tartest.Entry{Name: "apps/web/deploy.yaml", Data: "kind: Deployment"},
+		tartest.Entry{Name: "apps/web/passwd.yaml", Symlink: "/etc/passwd"},
+		tartest.Entry{Name: "apps/api/copy.yaml", Hardlink: "apps/web/deploy.yaml"},
 	)
 	files, links, err := Unbundle("OCI example/bundle:1", bundle, 1<<20)
 	require.NoError(t, err)
 	assert.Equal(t, []File{{Name: "apps/web/deploy.yaml", Data: []byte("kind: Deployment")}}, files)
 	assert.Equal(t, []Link{{"apps/web/passwd.yaml", "a symbolic link"}, {"apps/api/copy.yaml", "a hard link"}}, links)
 
-	for _, e := range []entry{{Name: "web/templates/cm.yaml", Symlink: "/etc/passwd"}, {Name: "web/templates/copy.yaml", Hardlink: "web/Chart.yaml"}} {
-		chart := tarGz(t, entry{Name: "web/Chart.yaml", Data: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}, e)
+	for _, e := range []tartest.Entry{{Name: "web/templates/cm.yaml", Symlink: "/etc/passwd"}, {Name: "web/templates/copy.yaml", Hardlink: "web/Chart.yaml"}} {
+		chart := tartest.TarGz(t, tartest.Entry{Name: "web/Chart.yaml", Data: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}, e)
 		ferr, ok := errors.AsType[*Error](CheckChart("OCI example/chart:1", chart, 1<<20))
 		require.True(t, ok, e.Name)
 		assert.Equal(t, KindLink, ferr.Kind)
@@ -74,16 +57,16 @@ func TestArchiveBounds(t *testing.T) {
 	var cases []archiveCase
 	for _, format := range ociregistry.SparseFormats {
 		cases = append(cases,
-			archiveCase{name: fmt.Sprintf("sparse %s of 1 TiB", format), data: sparseTarGz(t, format, "big.yaml", 1<<40), huge: true,
+			archiveCase{name: fmt.Sprintf("sparse %s of 1 TiB", format), data: tartest.SparseTarGz(t, format, "big.yaml", 1<<40), huge: true,
 				kind: KindTooLarge, message: "inflated is larger than the limit of 65536 bytes (--max-artifact-bytes): its file big.yaml claims 1099511627776 bytes, 65536 are left"},
-			archiveCase{name: fmt.Sprintf("sparse %s within the limit", format), data: sparseTarGz(t, format, "small.yaml", 512),
+			archiveCase{name: fmt.Sprintf("sparse %s within the limit", format), data: tartest.SparseTarGz(t, format, "small.yaml", 512),
 				kind: KindUnsupported, message: "file small.yaml of the %s is a sparse file, which is not supported"},
 		)
 	}
 	cases = append(cases,
-		archiveCase{name: "a header that claims 1 TiB", data: tarGz(t, entry{Name: "big.yaml", Claim: 1 << 40}), huge: true,
+		archiveCase{name: "a header that claims 1 TiB", data: tartest.TarGz(t, tartest.Entry{Name: "big.yaml", Claim: 1 << 40}), huge: true,
 			kind: KindTooLarge, message: "its file big.yaml claims 1099511627776 bytes, 65536 are left"},
-		archiveCase{name: "a header that claims more than is left", data: tarGz(t, entry{Name: "a.yaml", Data: strings.Repeat("a", 40<<10)}, entry{Name: "b.yaml", Data: strings.Repeat("b", 40<<10)}),
+		archiveCase{name: "a header that claims more than is left", data: tartest.TarGz(t, tartest.Entry{Name: "a.yaml", Data: strings.Repeat("a", 40<<10)}, tartest.Entry{Name: "b.yaml", Data: strings.Repeat("b", 40<<10)}),
 			kind: KindTooLarge, message: "its file b.yaml claims 40960 bytes, 24576 are left"},
 	)
 	for _, tc := range cases {
@@ -120,10 +103,10 @@ func TestArchiveBounds(t *testing.T) {
 // is refused when what it inflates to passes the limit.
 func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 	const limit = 8192
-	files, _, err := Unbundle("OCI example/bundle:1", tarGz(t,
-		entry{Name: "README.md", Data: strings.Repeat("r", 1000)},
-		entry{Name: "b.yaml", Data: strings.Repeat("b", 1500)},
-		entry{Name: "./a.yaml", Data: strings.Repeat("a", 1500)},
+	files, _, err := Unbundle("OCI example/bundle:1", tartest.TarGz(t,
+		tartest.Entry{Name: "README.md", Data: strings.Repeat("r", 1000)},
+		tartest.Entry{Name: "b.yaml", Data: strings.Repeat("b", 1500)},
+		tartest.Entry{Name: "./a.yaml", Data: strings.Repeat("a", 1500)},
 	), limit)
 	require.NoError(t, err)
 	var names []string
@@ -132,11 +115,11 @@ func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 	}
 	assert.Equal(t, []string{"README.md", "a.yaml", "b.yaml"}, names)
 
-	var many []entry
+	var many []tartest.Entry
 	for i := range 10 {
-		many = append(many, entry{Name: fmt.Sprintf("blob-%d.bin", i), Data: strings.Repeat("x", 1000)})
+		many = append(many, tartest.Entry{Name: fmt.Sprintf("blob-%d.bin", i), Data: strings.Repeat("x", 1000)})
 	}
-	_, _, err = Unbundle("OCI example/bundle:1", tarGz(t, append(many, entry{Name: "a.yaml", Data: "kind: ConfigMap"})...), limit)
+	_, _, err = Unbundle("OCI example/bundle:1", tartest.TarGz(t, append(many, tartest.Entry{Name: "a.yaml", Data: "kind: ConfigMap"})...), limit)
 	ferr, ok := errors.AsType[*Error](err)
 	require.True(t, ok, "not an *Error: %v", err)
 	assert.Equal(t, KindTooLarge, ferr.Kind)
@@ -148,15 +131,15 @@ func TestUnbundleKeepsWithinTheLimit(t *testing.T) {
 func TestUnbundleRefusesAmbiguousNames(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		entries []entry
+		entries []tartest.Entry
 		message string
 	}{
-		{"parent", []entry{{Name: "../etc/passwd", Data: "x"}}, `file "../etc/passwd" of the bundle is outside its root`},
-		{"absolute", []entry{{Name: "/etc/passwd", Data: "x"}}, `file "/etc/passwd" of the bundle is outside its root`},
-		{"twice", []entry{{Name: "a.yaml", Data: "x"}, {Name: "./a.yaml", Data: "y"}}, "the bundle holds file a.yaml twice"},
+		{"parent", []tartest.Entry{{Name: "../etc/passwd", Data: "x"}}, `file "../etc/passwd" of the bundle is outside its root`},
+		{"absolute", []tartest.Entry{{Name: "/etc/passwd", Data: "x"}}, `file "/etc/passwd" of the bundle is outside its root`},
+		{"twice", []tartest.Entry{{Name: "a.yaml", Data: "x"}, {Name: "./a.yaml", Data: "y"}}, "the bundle holds file a.yaml twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := Unbundle("OCI example/bundle:1", tarGz(t, tc.entries...), 1<<20)
+			_, _, err := Unbundle("OCI example/bundle:1", tartest.TarGz(t, tc.entries...), 1<<20)
 			ferr, ok := errors.AsType[*Error](err)
 			require.True(t, ok, "not an *Error: %v", err)
 			assert.Equal(t, KindUnsupported, ferr.Kind)

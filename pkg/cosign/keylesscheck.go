@@ -124,21 +124,21 @@ var distrustCauses = map[errtext.SigstoreStep]string{
 }
 
 // keylessVerdict is the error of keyless signatures none of which
-// verified (no otherDigest among them).
-func (r *run) keylessVerdict(others int, firstOther string, distrusted int, firstDistrust string, bad int, firstBad string) *Error {
+// verified (no otherDigest among them), as t counts them.
+func (r *run) keylessVerdict(t tally) *Error {
 	switch {
-	case others > 0:
+	case t.others > 0:
 		return errorf(KindWrongIdentity, nil, "%d signature(s) of %s verify against the trusted root, none by an expected identity %s: found %s",
-			others, r.digest, r.keyless.describe(), firstOther)
-	case distrusted > 0:
+			t.others, r.digest, r.keyless.describe(), t.firstOther)
+	case t.distrusted > 0:
 		msg := fmt.Sprintf("%d signature(s) of %s, none verifies against the trusted root (which requires %s): %s",
-			distrusted, r.digest, r.keyless.Root.requires, firstDistrust)
-		if bad > 0 {
-			msg += fmt.Sprintf("; %d more malformed: %s", bad, firstBad)
+			t.distrusted, r.digest, r.keyless.Root.requires, t.firstDistrust)
+		if t.bad > 0 {
+			msg += fmt.Sprintf("; %d more malformed: %s", t.bad, t.firstBad)
 		}
 		return errorf(KindUntrusted, nil, "%s", msg)
-	case bad > 0:
-		return errorf(KindInvalid, nil, "%d malformed signature(s) of %s: %s", bad, r.digest, firstBad)
+	case t.bad > 0:
+		return errorf(KindInvalid, nil, "%d malformed signature(s) of %s: %s", t.bad, r.digest, t.firstBad)
 	}
 	return errorf(KindNoSignature, nil, "no signature of %s in %s (its referrers are not signatures)", r.digest, r.ref.Context().Name())
 }

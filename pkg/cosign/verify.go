@@ -237,46 +237,54 @@ func (r *run) verify(ctx context.Context) (*Signer, error) {
 	return nil, r.verdict(outcomes, layouts)
 }
 
+// tally counts the signatures of a run that did not verify, by why, with
+// the first of each kind for messages.
+type tally struct {
+	// tried: by another key; others: by another identity; distrusted: not
+	// against the trust root; bad: malformed.
+	tried, others, distrusted, bad      int
+	firstOther, firstDistrust, firstBad string
+}
+
 // verdict is the error of signatures none of which verified.
 func (r *run) verdict(outcomes []outcome, layouts []string) *Error {
-	var tried, bad, others, distrusted int
-	firstBad, firstOther, firstDistrust := "", "", ""
+	var t tally
 	for i, o := range outcomes {
 		switch o.result {
 		case otherDigest:
 			return errorf(KindOtherDigest, nil, "the signature (%s layout) by %s signs %s, not %s",
 				layouts[i], o.by(), o.detail, r.digest)
 		case wrongKey:
-			tried++
+			t.tried++
 		case wrongIdentity:
-			if others == 0 {
-				firstOther = describeSigner(o.issuer, o.subject)
+			if t.others == 0 {
+				t.firstOther = describeSigner(o.issuer, o.subject)
 			}
-			others++
+			t.others++
 		case untrusted:
-			if distrusted == 0 {
-				firstDistrust = o.detail
+			if t.distrusted == 0 {
+				t.firstDistrust = o.detail
 			}
-			distrusted++
+			t.distrusted++
 		case malformed:
-			if bad == 0 {
-				firstBad = o.detail
+			if t.bad == 0 {
+				t.firstBad = o.detail
 			}
-			bad++
+			t.bad++
 		}
 	}
 	if r.keyless != nil {
-		return r.keylessVerdict(others, firstOther, distrusted, firstDistrust, bad, firstBad)
+		return r.keylessVerdict(t)
 	}
 	switch {
-	case tried > 0:
-		msg := fmt.Sprintf("%d signature(s) of %s tried, none verifies with the trusted keys %s", tried, r.digest, r.keys.describe())
-		if bad > 0 {
-			msg += fmt.Sprintf("; %d more malformed: %s", bad, firstBad)
+	case t.tried > 0:
+		msg := fmt.Sprintf("%d signature(s) of %s tried, none verifies with the trusted keys %s", t.tried, r.digest, r.keys.describe())
+		if t.bad > 0 {
+			msg += fmt.Sprintf("; %d more malformed: %s", t.bad, t.firstBad)
 		}
 		return errorf(KindWrongKey, nil, "%s", msg)
-	case bad > 0:
-		return errorf(KindInvalid, nil, "%d malformed signature(s) of %s: %s", bad, r.digest, firstBad)
+	case t.bad > 0:
+		return errorf(KindInvalid, nil, "%d malformed signature(s) of %s: %s", t.bad, r.digest, t.firstBad)
 	}
 	return errorf(KindNoSignature, nil, "no signature of %s in %s (its referrers are not signatures)", r.digest, r.ref.Context().Name())
 }

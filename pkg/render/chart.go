@@ -24,8 +24,8 @@ import (
 // renderChart renders a packaged Helm chart: it reads the Release's values
 // (spec.content: the chart's own valuesFiles, and valuesFrom as its
 // identity) here, and templates the chart with the
-// Renderer's ChartRunner, which convoy-apiserver runs in a child process
-// (Sandbox) so that a runaway template can be stopped.
+// Engine's Runner, which convoy-apiserver runs in a child process
+// (pkg/sandbox) so that a runaway template can be stopped.
 func (r *Renderer) renderChart(ctx context.Context, release *convoyv1alpha1.Release, where string, tgz []byte) ([]*unstructured.Unstructured, *failure.Error) {
 	vals, verr := r.values(ctx, release, where, packagedFiles(where, tgz))
 	if verr != nil {
@@ -58,25 +58,14 @@ type ChartRequest struct {
 }
 
 // templateChart templates a Helm chart into the objects helm install would
-// create from it, templated as helm template --no-hooks does, with Helm's
-// SDK and no cluster access (TestChartConformsToHelm compares with Helm's
-// own template action; docs/users/directories.md lists what differs):
-//
-//   - release name: the Release's name; namespace: spec.targetNamespace, else
-//     the Release's namespace; revision 1, IsInstall true;
-//   - capabilities: those of helm template of the Helm linked (see
-//     capabilities), never the target cluster's; lookup returns nothing;
-//   - values: req.Values coalesced over the chart's values;
-//     values.schema.json is enforced (see validateValues);
-//   - the files of crds/ (of the chart and its enabled dependencies) are
-//     included untemplated, each parsed as it is, as helm install does;
-//   - NOTES.txt and partials (_*.tpl) give no objects;
-//   - hooks (objects annotated helm.sh/hook, with a known or unknown hook
-//     type) are left out: convoy's controller runs hooks itself and they
-//     are not part of the desired render.
-//
-// Helm's template engine does not stop when ctx ends (only lookup reads
-// it): run it where it can be stopped (Sandbox).
+// create from it, as helm template --no-hooks does, with Helm's SDK, Helm's
+// default capabilities (capabilities) and no cluster access: hooks are
+// left out, crds/ files parsed as they are, values.schema.json enforced
+// (validateValues). docs/users/directories.md ("Charts as Helm renders
+// them") says what differs from the Helm CLI; TestChartConformsToHelm
+// compares with Helm's own template action. Helm's template engine does
+// not stop when ctx ends (only lookup reads it): run it where it can be
+// stopped (pkg/sandbox).
 func templateChart(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	where := req.Where
 	ch, err := loadChart(req)

@@ -34,20 +34,11 @@ var ReasonPathNotFound = failure.Declare(failure.Reason{
 const chartFile = "Chart.yaml"
 
 // renderDirectory renders the directory src.Path of src.Files, the same for
-// every source of files:
-//
-//   - a kustomization there (kustomization.yaml, .yml, Kustomization) is
-//     built with kustomize (pkg/kustomize: checked first, then built by the
-//     Engine's Runner, in the Sandbox for convoy-apiserver);
-//   - else a Chart.yaml there makes it a chart (its dependencies vendored
-//     in charts/, .helmignore honoured), templated as a packaged chart is;
-//   - else the files under it ending .yaml, .yml or .json, recursively, in
-//     the order of src.Files (a ConfigMap's key order, a bundle's path
-//     order).
-//
-// A kustomization or a chart is built once per content of the files it can
-// read (the build cache, keyed by them): a new artifact that changes other
-// files builds nothing again.
+// every source of files: a kustomization there (pkg/kustomize's Check, then
+// the Engine's Runner builds it), else a chart's directory (a Chart.yaml
+// there), else the manifest files under it, in the order of src.Files, as
+// docs/users/directories.md says. A kustomization or a chart is built once
+// per content of the files it can read (the build cache).
 func (r *Renderer) renderDirectory(ctx context.Context, release *convoyv1alpha1.Release, src *source.Source) ([]*unstructured.Unstructured, *failure.Error) {
 	dir := src.Path
 	files := make(map[string][]byte, len(src.Files))

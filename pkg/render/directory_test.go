@@ -155,8 +155,8 @@ func TestRenderConfigMapKustomization(t *testing.T) {
 }
 
 // A refusal of the walk comes before the build: a kustomization that names
-// a URL of a server on loopback makes no request to it, in process as in
-// the Sandbox.
+// a URL of a server on loopback makes no request to it, whatever the
+// Runner (pkg/sandbox's tests: in the Sandbox too).
 func TestRenderDirectoryRefusesBeforeBuilding(t *testing.T) {
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -167,7 +167,6 @@ func TestRenderDirectoryRefusesBeforeBuilding(t *testing.T) {
 	src := dirSource(map[string]string{"app/kustomization.yaml": "resources:\n- " + srv.URL + "/cm.yaml\n"}, "app")
 	rerr := dirErr(t, newTestRenderer(), src, kustomize.ReasonKustomizeRemoteRefused)
 	assert.Contains(t, rerr.Message, bundleWhere+" path app: app/kustomization.yaml: resources")
-	dirErr(t, sandboxed(t, 1, Limits{}), src, kustomize.ReasonKustomizeRemoteRefused)
 	assert.Zero(t, requests.Load())
 }
 
@@ -179,40 +178,6 @@ func TestRenderDirectoryKustomizationOfALink(t *testing.T) {
 	src.Links = []string{"base"}
 	rerr := dirErr(t, newTestRenderer(), src, failure.ReasonLinkUnsupported)
 	assert.Contains(t, rerr.Message, `resources "../base" names a link of the source (base)`)
-}
-
-// The child that builds refuses, in net/http's default transport (the
-// backstop behind the walk), a remote file that the walk did not check:
-// the build fails without a request. The kernel's filter, which refuses
-// every Internet socket, is TestChildHasNoNetwork's.
-func TestSandboxBuildBackstopRefusesRemoteFiles(t *testing.T) {
-	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		requests.Add(1)
-		_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fetched}\n"))
-	}))
-	t.Cleanup(srv.Close)
-	exe, err := os.Executable()
-	require.NoError(t, err)
-	sandbox := NewSandbox(exe, 1, childLimits(Limits{}))
-	req := KustomizeRequest{Where: bundleWhere, Dir: "app", MaxObjects: 10, Files: map[string][]byte{
-		"app/kustomization.yaml": []byte("resources:\n- " + srv.URL + "/cm.yaml\n"),
-	}}
-	_, ferr := sandbox.Build(context.Background(), req)
-	require.NotNil(t, ferr)
-	assert.Equal(t, kustomize.ReasonKustomizeInvalid, ferr.Reason)
-	assert.Contains(t, ferr.Message, "the render process has no network")
-	assert.Zero(t, requests.Load())
-}
-
-// The Sandbox builds the example as the process does.
-func TestSandboxBuildsAsInProcess(t *testing.T) {
-	src := dirSource(exampleFiles(t), "overlays/prod")
-	inProcess, err := renderDir(t, newTestRenderer(), src)
-	require.Nil(t, err)
-	child, err := renderDir(t, sandboxed(t, 1, Limits{}), src)
-	require.Nil(t, err)
-	assert.Equal(t, inProcess, child)
 }
 
 // A chart's directory: its dependencies vendored in charts/, .helmignore

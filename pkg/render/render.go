@@ -47,25 +47,14 @@ type Renderer struct {
 	scoper Scoper
 }
 
-// Render renders release: spec.source + spec.content + spec.mutations.
-//
-//  1. Source: fetched by the Engine's source.Fetcher (a ConfigMap of the
-//     Release's namespace, an OCI artifact, a chart of a Helm repository, a
-//     commit of a Git repository):
-//     a packaged Helm chart (see renderChart) or a directory of files: a
-//     kustomization, a chart's directory or plain manifests (see
-//     renderDirectory).
-//  2. Values (charts only): spec.content.valuesFrom in order, then
-//     spec.content.values.
-//  3. Namespaces: see defaultNamespaces.
-//  4. Mutations, in order: see mutate.
-//  5. New sorts the objects and computes the renderRef.
-//
-// The same Release, inputs and artifacts always give the same render and
-// renderRef. Every error is a *failure.Error but the fetch's park.ErrParked;
-// an error of the inputs or the Scoper is wrapped in it. A fetch has its own limits (pkg/source); a
-// render past the Engine's Limits fails with the limit's reason
-// (RenderTimeout, TooManyObjects, RenderTooLarge, RenderMemoryExceeded).
+// Render renders release: its source, fetched by the Engine's Fetcher (a
+// packaged chart: renderChart; a directory of files: renderDirectory), its
+// values, namespaces (defaultNamespaces) and mutations (mutate), then New:
+// the steps docs/contributors/internals.md ("The render") lists. The same
+// Release, inputs and artifacts give the same render and renderRef. Every
+// error is a *failure.Error (the inputs' and the Scoper's wrapped in one)
+// but the fetch's park.ErrParked; a render past the Engine's Limits fails
+// with the limit's reason.
 func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*Render, error) {
 	if release == nil {
 		return nil, failure.New(source.ReasonSourceInvalid, nil, "no Release to render")
@@ -74,7 +63,7 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, r.engine.limits.Timeout, errRenderTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, r.engine.limits.Timeout, ErrTimeout)
 	defer cancel()
 	objs, ferr := r.render(ctx, release, src)
 	if ferr != nil {

@@ -18,7 +18,9 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/bounded"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/jsonobjects"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
@@ -238,13 +240,19 @@ func decode(data []byte, limits Limits) ([]*unstructured.Unstructured, error) {
 	return decodeInflating(zr, limits)
 }
 
+// errInflatesTooFar is the error of the inflated data past the limit.
+var errInflatesTooFar = errors.New("the render inflates too far")
+
 // decodeInflating is decode on the reader of the inflated data.
 func decodeInflating(zr io.Reader, limits Limits) ([]*unstructured.Unstructured, error) {
-	objects, err := decodeObjects(&limitReader{r: zr, n: int64(limits.MaxBytes)}, limits.MaxObjects, MaxStoredString, "it")
+	inflated := bounded.NewReader(zr, int64(limits.MaxBytes), func() error { return errInflatesTooFar })
+	objects, err := jsonobjects.Decode(inflated, limits.MaxObjects, MaxStoredString, func() error {
+		return failure.New(ReasonTooManyObjects, nil, "it holds more objects than the limit of %d (--max-render-objects)", limits.MaxObjects)
+	})
 	switch {
 	case errors.Is(err, errInflatesTooFar):
 		return nil, failure.New(ReasonStoredRenderTooLarge, nil, "it inflates past the limit of %d bytes (--max-render-bytes)", limits.MaxBytes)
-	case errors.Is(err, errStringTooLong):
+	case errors.Is(err, jsonobjects.ErrStringTooLong):
 		return nil, failure.New(ReasonStoredRenderTooLarge, nil, "it holds a string longer than %d bytes, the limit of a stored render's string (no Kubernetes object holds one): refused while it was read",
 			MaxStoredString)
 	}

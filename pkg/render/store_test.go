@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -131,53 +129,6 @@ func TestStorePutTooLarge(t *testing.T) {
 	assert.Contains(t, err.Error(), "shop/web")
 	secrets, _ := client.CoreV1().Secrets("shop").List(context.Background(), metav1.ListOptions{})
 	assert.Empty(t, secrets.Items, "nothing half-stored")
-}
-
-// White space outside strings is cut to one space as a render is decoded;
-// strings keep theirs, escaped quotes included.
-func TestSquashSpace(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"[ \n\t {\"a\" :  1 } ,\n\n {} ]", `[ {"a" : 1 } , {} ]`},
-		{`["a  b", "c\"  d",  "\\"  ]`, `["a  b", "c\"  d", "\\" ]`},
-		{"[1 2]", "[1 2]"},
-		{"", ""},
-	} {
-		out, err := io.ReadAll(&squashSpace{r: iotest.OneByteReader(strings.NewReader(tc.in))})
-		require.NoError(t, err)
-		assert.Equal(t, tc.want, string(out), "%q", tc.in)
-	}
-}
-
-// A string is refused once it decodes to more than maxString bytes (an
-// escape counts what it decodes to: \uXXXX its UTF-8 length), each string
-// counted apart, keys too.
-func TestSquashSpaceMaxString(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   string
-		ok   bool
-	}{
-		{"at the limit", `["abcd"]`, true},
-		{"past it", `["abcde"]`, false},
-		{"each string apart", `["abcd", "efgh", {"ijkl": "mnop"}]`, true},
-		{"a key past it", `[{"abcde": 1}]`, false},
-		{"two-byte escapes count one", `["\\\"\n\t"]`, true},
-		{"an escaped quote does not end it", `["ab\"cde"]`, false},
-		{"an escaped < counts one", `["\u003c\u003c\u003c\u003c"]`, true},
-		{"an escaped é counts two", `["\u00e9\u00E9"]`, true},
-		{"an escaped € counts three", `["\u20aca"]`, true},
-		{"past it with escapes", `["\u20ac\u00e9"]`, false},
-		{"white space outside strings counts nothing", "[\"abcd\"          ,    \"abcd\"]", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := io.ReadAll(&squashSpace{r: iotest.OneByteReader(strings.NewReader(tc.in)), maxString: 4})
-			if tc.ok {
-				assert.NoError(t, err)
-			} else {
-				assert.ErrorIs(t, err, errStringTooLong)
-			}
-		})
-	}
 }
 
 // A string within MaxStoredString is read back, however long encoding/json

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/flight"
@@ -165,37 +164,5 @@ func (f *Fetcher) isConfirmed(key string) bool {
 func (f *Fetcher) confirm(key string) {
 	if f.confirmed != nil {
 		f.confirmed.Put(key, true)
-	}
-}
-
-// getSignature is the signature an artifact was verified with for key
-// (namespace, origin, digest, provider, keys), within ResolveMaxAge.
-func (f *Fetcher) getSignature(key string) (*subresourcesv1alpha1.SourceSignature, bool) {
-	if f.signatures == nil {
-		return nil, false
-	}
-	return f.signatures.Get(key)
-}
-
-func (f *Fetcher) putSignature(key string, sig *subresourcesv1alpha1.SourceSignature) {
-	if f.signatures != nil {
-		f.signatures.Put(key, sig)
-	}
-}
-
-// getUnverified is the error of cosign of a verification that was
-// SignatureUnverified for key (that of getSignature), within
-// UnverifiedMaxAge, read at since or later; nil: none.
-func (f *Fetcher) getUnverified(key string, since time.Time) error {
-	if f.unverified == nil {
-		return nil
-	}
-	err, _ := f.unverified.GetSince(key, since)
-	return err
-}
-
-func (f *Fetcher) putUnverified(key string, err error) {
-	if f.unverified != nil {
-		f.unverified.Put(key, err)
 	}
 }

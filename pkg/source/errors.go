@@ -80,11 +80,6 @@ var (
 		Means:  "fetching the source took longer than --fetch-timeout and was stopped",
 		Action: "check the registry's speed; raise --fetch-timeout if large artifacts are expected",
 	})
-	ReasonCredentialsInvalid = failure.Declare(failure.Reason{
-		Name: "CredentialsInvalid", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
-		Means:  "the Secret of secretRef or certSecretRef is missing, or not of the expected type or keys",
-		Action: "create the Secret with the type and keys the sources docs give",
-	})
 )
 
 // Unavailable is the failure of an input that could not be read for a

@@ -14,6 +14,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/archive"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
@@ -349,7 +350,7 @@ func gitFailure(what string, err error) error {
 var gitReasons = map[git.Kind]string{
 	git.KindTooManyRefs:       ReasonGitRefsTooMany,
 	git.KindTooLarge:          ReasonArtifactTooLarge,
-	git.KindKnownHostsInvalid: ReasonCredentialsInvalid,
+	git.KindKnownHostsInvalid: credentials.ReasonCredentialsInvalid,
 	git.KindRedirected:        ReasonSourceInvalid,
 	git.KindNotFound:          ReasonArtifactNotFound,
 	git.KindUnsupported:       ReasonArtifactUnsupported,

@@ -22,6 +22,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -233,7 +234,7 @@ func TestGitCredentials(t *testing.T) {
 		assert.NotContains(t, r.Path, "pw")
 	}
 	bad := secret("bad", corev1.SecretTypeOpaque, map[string][]byte{"username": []byte("bob")})
-	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref, SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "bad"}}), inputsOf(bad), ReasonCredentialsInvalid)
+	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref, SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "bad"}}), inputsOf(bad), credentials.ReasonCredentialsInvalid)
 }
 
 // Hostile repositories and servers: a link or a submodule under the path,
@@ -333,8 +334,8 @@ func TestGitSSH(t *testing.T) {
 	}{
 		{"matching host key", srv.KnownHosts(), ""},
 		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(srv.Addr)}, other.PublicKey()) + "\n"), ReasonGitHostKeyRefused},
-		{"no known_hosts", nil, ReasonCredentialsInvalid},
-		{"known_hosts of another host", []byte(knownhosts.Line([]string{"git.example.com"}, other.PublicKey()) + "\n"), ReasonCredentialsInvalid},
+		{"no known_hosts", nil, credentials.ReasonCredentialsInvalid},
+		{"known_hosts of another host", []byte(knownhosts.Line([]string{"git.example.com"}, other.PublicKey()) + "\n"), credentials.ReasonCredentialsInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, _ := newFetcher(t)

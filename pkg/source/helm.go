@@ -15,6 +15,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/bounded"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 )
@@ -22,7 +23,7 @@ import (
 // helmResolution is a Helm repository source resolved to a chart version.
 type helmResolution struct {
 	base     *url.URL
-	creds    *credentials
+	creds    *credentials.Credentials
 	client   *client
 	chartURL string
 	resolved *subresourcesv1alpha1.ResolvedSource
@@ -38,12 +39,12 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, failure.New(ReasonSourceInvalid, nil, "%s is not an http(s) URL of a repository", src.URL)
 	}
-	creds, err := repositoryCredentials(ctx, inputs, namespace, src)
+	creds, err := credentials.Repository(ctx, releaseSecrets{inputs: inputs, namespace: namespace}, namespace, src)
 	if err != nil {
 		return nil, err
 	}
-	r := &helmResolution{base: base, creds: creds, client: f.clientFor(creds.tls, creds.tlsKey)}
-	key := "helm\x00" + base.String() + "\x00" + creds.key
+	r := &helmResolution{base: base, creds: creds, client: f.clientFor(creds.TLS, creds.TLSKey)}
+	key := "helm\x00" + base.String() + "\x00" + creds.Key
 	since := f.freshAfter(ctx)
 	idx, ok := f.getIndex(key, since)
 	if !f.countLookup(agecache.CacheResolve, ok) {
@@ -102,7 +103,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 	}
 	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
 	content := contentKey("helm\x00"+r.chartURL, r.resolved.Digest)
-	accessKey := content + "\x00" + r.creds.key
+	accessKey := content + "\x00" + r.creds.Key
 	if a, ok := f.getContent(content); f.countLookup(agecache.CacheSource, ok && f.isConfirmed(accessKey)) {
 		out.Chart = a.chart
 		return out, nil
@@ -150,8 +151,8 @@ func (f *Fetcher) request(ctx context.Context, r *helmResolution, method, u stri
 		return nil, failure.New(ReasonSourceInvalid, err, "%s: %s", u, what)
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
-	if creds.username != "" && req.URL.Scheme == base.Scheme && req.URL.Host == base.Host {
-		req.SetBasicAuth(creds.username, creds.password)
+	if creds.Username != "" && req.URL.Scheme == base.Scheme && req.URL.Host == base.Host {
+		req.SetBasicAuth(creds.Username, creds.Password)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 )
 
@@ -160,7 +161,7 @@ func TestHelmRepositoryLimitsAndCredentials(t *testing.T) {
 	}
 	f, clk := newFetcher(t)
 	fetchErr(t, f, helmRelease(src("web", "")), inputs, ReasonSourceUnauthorized)
-	fetchErr(t, f, helmRelease(src("web", "nopassword")), inputs, ReasonCredentialsInvalid)
+	fetchErr(t, f, helmRelease(src("web", "nopassword")), inputs, credentials.ReasonCredentialsInvalid)
 
 	// The chart is on another host: its certificate is another (the same
 	// CA here: httptest servers share one), and no credentials go there.

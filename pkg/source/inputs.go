@@ -4,8 +4,11 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
 // Inputs reads the objects a render needs from the Release's namespace, as
@@ -33,4 +36,24 @@ func (c ClientInputs) ConfigMap(ctx context.Context, namespace, name string) (*c
 // Secret GETs a Secret.
 func (c ClientInputs) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	return c.Client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// releaseSecrets reads the Secrets of a Release's namespace with its
+// inputs, for pkg/credentials and pkg/verify (credentials.Secrets,
+// verify.Fetcher): a missing Secret is the API's NotFound, as it is, which
+// each gives its own reason; any other failure is an input's.
+type releaseSecrets struct {
+	inputs    Inputs
+	namespace string
+}
+
+func (r releaseSecrets) Secret(ctx context.Context, name, what string) (*corev1.Secret, error) {
+	s, err := r.inputs.Secret(ctx, r.namespace, name)
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
+		return s, err
+	case apierrors.IsForbidden(err):
+		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", what)
+	}
+	return nil, Unavailable(err, "%s could not be read", what)
 }

@@ -3,9 +3,11 @@ package source
 import (
 	"k8s.io/component-base/metrics"
 
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // metricSet holds the source metrics.
@@ -83,25 +85,22 @@ func countRefusal(err error) error {
 	return err
 }
 
-// RegisterMetrics registers the source metrics with the legacy registry that
-// the API server serves on /metrics.
 // refusalReasons are the refusals a fetch or a resolution counts; each
 // starts at 0.
 var refusalReasons = []string{
 	egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonDigestMismatch,
-	ReasonArtifactUnsupported, ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
-	ReasonSignatureUnverified,
+	ReasonArtifactUnsupported, credentials.ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
+	verify.ReasonSignatureUnverified,
 }
 
-// Every kind and outcome of fetches and resolves, and every refusal, starts
-// at 0, so that a rate is defined from the start.
+// RegisterMetrics registers the source metrics with the legacy registry that
+// the API server serves on /metrics. Every kind and outcome of fetches and
+// resolves, and every refusal, starts at 0, so that a rate is defined from
+// the start.
 func RegisterMetrics() {
 	metricSet.Register()
 	for _, reason := range refusalReasons {
 		refusals.WithLabelValues(reason)
-	}
-	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
-		verifications.WithLabelValues(ProviderCosign, outcome)
 	}
 	for _, outcome := range []string{"success", "failure"} {
 		trustRootFetches.WithLabelValues(outcome)

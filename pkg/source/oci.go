@@ -14,6 +14,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -45,7 +46,7 @@ func (a *artifact) size() int {
 // ociResolution is an OCI source resolved to a digest.
 type ociResolution struct {
 	repo     name.Repository
-	creds    *credentials
+	creds    *credentials.Credentials
 	puller   *remote.Puller
 	resolved *subresourcesv1alpha1.ResolvedSource
 	// confirmed says that these credentials resolved the tag (a HEAD of
@@ -61,7 +62,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 	if err != nil {
 		return nil, err
 	}
-	creds, err := registryCredentials(ctx, inputs, namespace, src, repo)
+	creds, err := credentials.Registry(ctx, releaseSecrets{inputs: inputs, namespace: namespace}, namespace, src, repo)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +75,7 @@ func (f *Fetcher) resolveOCI(ctx context.Context, namespace string, src *convoyv
 	if src.Tag == "" {
 		return r, nil
 	}
-	key := "oci\x00" + src.URL + "\x00" + src.Tag + "\x00" + creds.key
+	key := "oci\x00" + src.URL + "\x00" + src.Tag + "\x00" + creds.Key
 	// A tag resolved with these credentials (they are part of the key)
 	// within ResolveMaxAge confirms, as a HEAD would, that they may read
 	// its manifest.
@@ -151,7 +152,7 @@ func (f *Fetcher) ociArtifact(ctx context.Context, namespace string, src *convoy
 	}
 
 	content := contentKey("oci\x00"+r.repo.String(), r.resolved.Digest)
-	accessKey := content + "\x00" + r.creds.key
+	accessKey := content + "\x00" + r.creds.Key
 	if a, ok := f.getContent(content); f.countLookup(agecache.CacheSource, ok && (r.confirmed || f.isConfirmed(accessKey))) {
 		f.confirm(accessKey)
 		out.Chart, out.Files = a.chart, a.files
@@ -229,15 +230,15 @@ func repositoryOf(u string, allowPlainLoopback bool) (name.Repository, error) {
 // creds, kept (with its tokens, per repository) per registry and
 // credentials: a warm fetch pings the registry and asks its token service
 // no more.
-func (f *Fetcher) pullerFor(repo name.Repository, creds *credentials) (*remote.Puller, error) {
-	key := repo.RegistryStr() + "\x00" + creds.key
+func (f *Fetcher) pullerFor(repo name.Repository, creds *credentials.Credentials) (*remote.Puller, error) {
+	key := repo.RegistryStr() + "\x00" + creds.Key
 	if p, ok := f.pullers.Get(key); ok {
 		return p, nil
 	}
-	c := f.clientFor(creds.tls, creds.tlsKey)
+	c := f.clientFor(creds.TLS, creds.TLSKey)
 	p, err := remote.NewPuller(
 		remote.WithTransport(c.transport),
-		remote.WithAuth(creds.auth),
+		remote.WithAuth(creds.Auth),
 		remote.WithUserAgent(f.opts.UserAgent),
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 2}),
 	)

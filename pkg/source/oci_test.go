@@ -14,6 +14,8 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/internal/tartest"
+	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
@@ -104,8 +106,8 @@ func TestOCIBundleOfManifests(t *testing.T) {
 		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, ReasonSourceInvalid)
 
 	// A bundle's link under the path is refused; one elsewhere is listed.
-	layer := tarGz(t, entry{Name: "web/deploy.yaml", Data: "kind: Deployment"}, entry{Name: "web/passwd.yaml", Symlink: "/etc/passwd"},
-		entry{Name: "api/deploy.yaml", Data: "kind: Deployment"})
+	layer := tartest.TarGz(t, tartest.Entry{Name: "web/deploy.yaml", Data: "kind: Deployment"}, tartest.Entry{Name: "web/passwd.yaml", Symlink: "/etc/passwd"},
+		tartest.Entry{Name: "api/deploy.yaml", Data: "kind: Deployment"})
 	_, err = reg.PushBundleLayer(ctx, "manifests/linked", "v1", layer)
 	require.NoError(t, err)
 	ca := &convoyv1alpha1.LocalObjectReference{Name: "ca"}
@@ -255,8 +257,8 @@ func TestOCICredentials(t *testing.T) {
 
 	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("private/web"), Tag: "1"}), inputs, ReasonSourceUnauthorized)
 	fetchErr(t, f, ociRelease(withSecret("wrong")), inputs, ReasonSourceUnauthorized)
-	fetchErr(t, f, ociRelease(withSecret("missing")), inputs, ReasonCredentialsInvalid)
-	ferr := fetchErr(t, f, ociRelease(withSecret("opaque")), inputs, ReasonCredentialsInvalid)
+	fetchErr(t, f, ociRelease(withSecret("missing")), inputs, credentials.ReasonCredentialsInvalid)
+	ferr := fetchErr(t, f, ociRelease(withSecret("opaque")), inputs, credentials.ReasonCredentialsInvalid)
 	assert.Contains(t, ferr.Message, "kubernetes.io/dockerconfigjson")
 
 	src, err := f.Fetch(ctx, ociRelease(withSecret("good")), inputs)

@@ -1,16 +1,10 @@
 // Package source fetches the source of a Release, as its identity: a
-// ConfigMap of its namespace, an artifact of an OCI registry (a Helm chart as
-// helm push writes it, or a bundle of files), a chart of a Helm repository,
-// or a commit of a Git repository. A tag or a version constraint is resolved
-// to a digest once per fetch, and everything is then fetched and verified by
-// digest; a Git ref is resolved to a commit by one shared ref listing. Credentials
-// come from Secrets of the Release's namespace, read as its identity; nothing
-// is read from the server's disk or environment. Every connection goes
-// through the address policy, no proxy is used, and credentials go only to
-// the host they are for. Every fetch is bounded in time and bytes, and
-// the requests of the whole server share a number of slots, of which one
-// namespace holds a few at most. What a fleet can
-// share is cached without letting one tenant read another's artifact: see
+// ConfigMap of its namespace, an OCI artifact, a chart of a Helm repository
+// or a commit of a Git repository, resolved once to a digest or a commit
+// and fetched by it, with the Release's own credentials, through the
+// address policy, within limits and in slots the whole server shares;
+// pkg/verify checks the signatures a Release asks for. How, and what a
+// fleet shares without one tenant reading another's artifact:
 // docs/contributors/internals.md, "Sources".
 package source
 
@@ -40,6 +34,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/sigstoreroot"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // ChartKey is the binaryData key of a source ConfigMap that holds a
@@ -248,17 +243,11 @@ type Fetcher struct {
 	confirmed   *agecache.Cache[string, bool]
 	// gitListings are Git ref listings by URL and credentials.
 	gitListings *agecache.Cache[string, git.Refs]
-	// signatures are the verdicts of verifications by namespace, origin,
-	// digest, provider and keys (verifyOCI).
-	signatures *agecache.Cache[string, *subresourcesv1alpha1.SourceSignature]
-	// unverified are the errors of cosign of the verifications that were
-	// SignatureUnverified, by the same keys, for UnverifiedMaxAge.
-	unverified *agecache.Cache[string, error]
-	clients    *agecache.Cache[string, *client]
-	// trustRoots are the trust roots of trustedRootSecretRef Secrets, by
-	// the SHA-256 of their trusted_root.json: parsed once.
-	trustRoots *agecache.Cache[string, *cosign.TrustRoot]
-	pullers    *agecache.Cache[string, *remote.Puller]
+	clients     *agecache.Cache[string, *client]
+	pullers     *agecache.Cache[string, *remote.Puller]
+	// verifier verifies the signatures a Release asks for and keeps the
+	// verdicts (verifyOCI).
+	verifier *verify.Verifier
 	// flights share the requests in flight, each in a slot (shared).
 	flights *flight.Group
 	// dialControl, when set, is the dialers' Control in place of the
@@ -277,6 +266,7 @@ func NewFetcher(opts Options) *Fetcher {
 		Solo:    opts.CacheBytes <= 0,
 		Running: fetchesRunning, Waiting: fetchesWaiting,
 	})}
+	verdicts := verify.Options{Signatures: opts.Signatures, Clock: opts.Clock}
 	if opts.CacheBytes > 0 {
 		const entries = 4096
 		f.contents = agecache.New[string, *artifact](opts.CacheBytes, 24*time.Hour, opts.Clock, (*artifact).size)
@@ -284,14 +274,13 @@ func NewFetcher(opts Options) *Fetcher {
 		f.indexes = agecache.New[string, *helmrepo.Index](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, (*helmrepo.Index).Size)
 		f.confirmed = agecache.New[string, bool](entries*4, opts.ResolveMaxAge, opts.Clock, nil)
 		f.gitListings = agecache.New[string, git.Refs](max(opts.MaxIndexBytes, opts.CacheBytes/4), opts.ResolveMaxAge, opts.Clock, git.Refs.Size)
-		f.signatures = agecache.New[string, *subresourcesv1alpha1.SourceSignature](entries, opts.ResolveMaxAge, opts.Clock, nil)
-		f.unverified = agecache.New[string, error](entries, min(UnverifiedMaxAge, opts.ResolveMaxAge), opts.Clock, nil)
+		verdicts.MaxAge = opts.ResolveMaxAge
 	}
+	f.verifier = verify.New(verdicts)
 	// Clients (their connections, and a registry's tokens) are kept per
 	// host and credentials whatever the cache.
 	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)
 	f.pullers = agecache.New[string, *remote.Puller](1024, 10*time.Minute, opts.Clock, nil)
-	f.trustRoots = agecache.New[string, *cosign.TrustRoot](64, time.Hour, opts.Clock, nil)
 	if opts.PublicSigstore && opts.PublicTrustRoot == nil {
 		f.opts.PublicTrustRoot = sigstoreroot.New(sigstoreroot.Options{
 			Client: f.clientFor(nil, "sigstore").http, Mirror: opts.SigstoreMirror, Timeout: opts.Timeout,

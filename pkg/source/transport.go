@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -69,6 +70,16 @@ func (f *Fetcher) clientFor(tlsCfg *tls.Config, tlsKey string) *client {
 	}
 	f.clients.Put(tlsKey, c)
 	return c
+}
+
+// dialer is the dialer of the sources' connections: the address policy,
+// or the tests' Control.
+func (f *Fetcher) dialer() *net.Dialer {
+	d := f.opts.Policy.Dialer(30 * time.Second)
+	if f.dialControl != nil {
+		d.Control = f.dialControl
+	}
+	return d
 }
 
 // guard refuses plain http but to loopback addresses for local

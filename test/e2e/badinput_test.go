@@ -21,6 +21,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/sandbox"
 )
 
 // chartTGZ packs files into a chart archive under the directory name.
@@ -62,7 +63,7 @@ func renderChildren(t *testing.T) []int {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), render.ChildArg) {
+		if err == nil && strings.Contains(string(cmdline), sandbox.ChildArg) {
 			pids = append(pids, pid)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/internal/cosigner"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // signedBundle pushes a bundle of one ConfigMap NAME-cm to repo:tag and
@@ -136,12 +136,12 @@ func TestVerifiedSources(t *testing.T) {
 // the artifact is shown: /diff lists no object, /preview refuses.
 func assertUnverified(t *testing.T, ns, name string, inMessage ...string) {
 	t.Helper()
-	assertUndetermined(t, ns, name, source.ReasonSignatureUnverified, inMessage...)
+	assertUndetermined(t, ns, name, verify.ReasonSignatureUnverified, inMessage...)
 	d := getDiff(t, ns, name, "")
 	assert.Empty(t, d.Objects, "no object of an unverified artifact is compared")
 	r := kubectl(t, "", "", "get", "--raw", previewPath(ns, name))
 	require.Error(t, r.err, "preview of an unverified artifact: %s", r.stdout)
-	assert.Contains(t, r.stderr, source.ReasonSignatureUnverified)
+	assert.Contains(t, r.stderr, verify.ReasonSignatureUnverified)
 	assert.NotContains(t, r.stdout, "-cm", "no object of the artifact in the answer")
 }
 
@@ -178,8 +178,8 @@ func TestKeylessVerifiedSources(t *testing.T) {
 	require.NoError(t, err)
 	theirRoot, err := theirs.TrustedRoot(cosigner.RootOptions{})
 	require.NoError(t, err)
-	keysSecret(t, ns, "sigstore", map[string][]byte{source.TrustRootKey: ourRoot})
-	keysSecret(t, ns, "other-sigstore", map[string][]byte{source.TrustRootKey: theirRoot})
+	keysSecret(t, ns, "sigstore", map[string][]byte{verify.TrustRootKey: ourRoot})
+	keysSecret(t, ns, "other-sigstore", map[string][]byte{verify.TrustRootKey: theirRoot})
 	issuer := `https://token\.actions\.githubusercontent\.com`
 	subject := `https://github\.com/kumodo/web/\.github/workflows/release\.yaml@refs/tags/v.*`
 
@@ -283,7 +283,7 @@ func TestPlantedRenderOfAVerifiedRelease(t *testing.T) {
 
 			stored := getDiff(t, ns, "web", "?render="+ref)
 			assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, stored.Result)
-			assert.Equal(t, source.ReasonSignatureUnverified, stored.Reason)
+			assert.Equal(t, verify.ReasonSignatureUnverified, stored.Reason)
 			assert.Contains(t, stored.Message, tc.says)
 			assert.Empty(t, stored.Objects)
 
@@ -297,10 +297,10 @@ func TestPlantedRenderOfAVerifiedRelease(t *testing.T) {
 				return nil
 			})
 			cond := inSyncOf(t, ns, "web")
-			assert.Contains(t, cond.Message, source.ReasonSignatureUnverified+": ")
+			assert.Contains(t, cond.Message, verify.ReasonSignatureUnverified+": ")
 			assert.Contains(t, cond.Message, tc.says)
 			d := getDiff(t, ns, "web", "")
-			assert.Equal(t, source.ReasonSignatureUnverified, d.Reason)
+			assert.Equal(t, verify.ReasonSignatureUnverified, d.Reason)
 			assert.Empty(t, d.Objects, "no planted object is compared")
 			r := kubectl(t, "", "", "get", "--raw", previewPath(ns, "web"))
 			require.Error(t, r.err, "preview of a planted render: %s", r.stdout)

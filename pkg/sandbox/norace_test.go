@@ -1,5 +1,5 @@
 //go:build !race
 
-package render
+package sandbox
 
 const raceEnabled = false

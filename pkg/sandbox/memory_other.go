@@ -1,6 +1,6 @@
 //go:build !linux
 
-package render
+package sandbox
 
 // limitMemory is Linux only (RLIMIT_DATA): elsewhere the child has the soft
 // limit of GOMEMLIMIT alone.

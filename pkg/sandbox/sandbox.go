@@ -1,4 +1,12 @@
-package render
+// Package sandbox runs the work of a render that runs what a source holds
+// (Helm's templates, kustomize) in child processes of this very program: a
+// render.Runner whose children have no network (the kernel's seccomp
+// filter, net/http's backstop), a memory limit (RLIMIT_DATA), bounded
+// output, and are killed when the render's context ends. It implements
+// render.Runner and runs render.InProcess in the child (RunChild), so that
+// pkg/render knows nothing of processes; docs/contributors/internals.md,
+// "The render", says why and how.
+package sandbox
 
 import (
 	"bytes"
@@ -9,7 +17,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,7 +26,8 @@ import (
 
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
+	"github.com/kumodo/convoy-apiserver/pkg/jsonobjects"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
@@ -47,38 +55,35 @@ const networkFilterEnv = "CONVOY_RENDER_NETWORK_FILTER"
 const gcHeadroom = 96 << 20
 
 // Sandbox templates charts and builds kustomizations in child processes
-// (a kustomization only once kustomize.Check passed it). A child has no
-// network: the kernel refuses it every Internet socket (a seccomp filter
-// it installs on itself before it reads anything, denyNetwork), whatever
-// library asks; where the kernel cannot (CheckNetworkFilter says so), only
-// net/http's default transport refuses, a backstop. Helm's template engine does
-// not stop at a deadline, so a chart whose templates loop for ever would keep
-// a core busy past every timeout. A child is killed when the render's
-// context ends (the render timeout, --render-timeout), which really stops
-// the work. At most concurrency children run at once, for the loops and the
-// subresources together; a render waits for a slot within its timeout. A
-// child's output is bounded by the Limits' MaxBytes (twice: it is JSON with
-// its own escaping) and decoded one object at a time up to MaxObjects; its
-// memory by Limits.Memory, a limit the kernel enforces (RLIMIT_DATA, which
-// the child sets on itself before it reads anything).
+// (a kustomization only once kustomize.Check passed it), at most
+// concurrency at once, for the loops and the subresources together: a
+// render waits for a slot within its timeout. A child has no network (the
+// kernel's filter where CheckNetworkFilter found it holds, else net/http's
+// backstop), is killed when the render's context ends (Helm's template
+// engine does not stop at a deadline), writes at most twice the Limits'
+// MaxBytes (JSON, with its own escaping), decoded one object at a time up
+// to MaxObjects, and takes at most Limits.Memory (RLIMIT_DATA). The rest
+// is in docs/contributors/internals.md, "Limits".
 type Sandbox struct {
 	path      string
 	slots     chan struct{}
-	limits    Limits
+	limits    render.Limits
 	maxOutput int64
 	// filtered is set once CheckNetworkFilter found that the children can
 	// install the network filter.
 	filtered atomic.Bool
 }
 
-// NewSandbox returns a Sandbox that runs the program at path (the running
+var _ render.Runner = (*Sandbox)(nil)
+
+// New returns a Sandbox that runs the program at path (the running
 // convoy-apiserver, os.Executable) with ChildArg, at most concurrency at a
 // time, within limits (zero fields take their defaults).
-func NewSandbox(path string, concurrency int, limits Limits) *Sandbox {
+func New(path string, concurrency int, limits render.Limits) *Sandbox {
 	if concurrency <= 0 {
 		concurrency = 1
 	}
-	limits = limits.withDefaults()
+	limits = limits.WithDefaults()
 	return &Sandbox{
 		path:      path,
 		slots:     make(chan struct{}, concurrency),
@@ -97,9 +102,9 @@ type chartError struct {
 // childRequest is what a child reads: a chart to template, a kustomization
 // to build, or whether it has a network (CheckNetworkFilter).
 type childRequest struct {
-	Chart     *ChartRequest     `json:"chart,omitempty"`
-	Kustomize *KustomizeRequest `json:"kustomize,omitempty"`
-	Probe     bool              `json:"probe,omitempty"`
+	Chart     *render.ChartRequest     `json:"chart,omitempty"`
+	Kustomize *render.KustomizeRequest `json:"kustomize,omitempty"`
+	Probe     bool                     `json:"probe,omitempty"`
 }
 
 // probeAnswer is a child's answer to a probe: whether the kernel refused
@@ -159,14 +164,14 @@ func (s *Sandbox) childEnv() []string {
 	return env
 }
 
-// Template implements Runner: it templates req in a child process.
-func (s *Sandbox) Template(ctx context.Context, req ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
+// Template implements render.Runner: it templates req in a child process.
+func (s *Sandbox) Template(ctx context.Context, req render.ChartRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	return s.run(ctx, fmt.Sprintf("%s: templating the chart", req.Where), req.Where+": the chart", childRequest{Chart: &req}, req.MaxObjects)
 }
 
-// Build implements Runner: it builds req in a child process, which has no
-// network.
-func (s *Sandbox) Build(ctx context.Context, req KustomizeRequest) ([]*unstructured.Unstructured, *failure.Error) {
+// Build implements render.Runner: it builds req in a child process, which
+// has no network.
+func (s *Sandbox) Build(ctx context.Context, req render.KustomizeRequest) ([]*unstructured.Unstructured, *failure.Error) {
 	return s.run(ctx, fmt.Sprintf("%s: building the kustomization", req.Where), req.Where+": the kustomization", childRequest{Kustomize: &req}, req.MaxObjects)
 }
 
@@ -181,7 +186,7 @@ func (s *Sandbox) run(ctx context.Context, what, output string, req childRequest
 	}
 	in, err := json.Marshal(req)
 	if err != nil {
-		return nil, failure.New(ReasonTemplateFailed, err, "%s: encoding the request", what)
+		return nil, failure.New(render.ReasonTemplateFailed, err, "%s: encoding the request", what)
 	}
 	cmd := exec.CommandContext(ctx, s.path, ChildArg)
 	cmd.Stdin = bytes.NewReader(in)
@@ -193,16 +198,16 @@ func (s *Sandbox) run(ctx context.Context, what, output string, req childRequest
 	cmd.WaitDelay = 2 * time.Second
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, failure.New(ReasonTemplateFailed, err, "%s", what)
+		return nil, failure.New(render.ReasonTemplateFailed, err, "%s", what)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, failure.New(ReasonTemplateFailed, err, "%s: starting the render process", what)
+		return nil, failure.New(render.ReasonTemplateFailed, err, "%s: starting the render process", what)
 	}
 	out, readErr := io.ReadAll(io.LimitReader(stdout, s.maxOutput+1))
 	if int64(len(out)) > s.maxOutput {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return nil, failure.New(ReasonRenderTooLarge, nil, "%s: the render is more than %d bytes (twice --max-render-bytes)", what, s.maxOutput)
+		return nil, failure.New(render.ReasonRenderTooLarge, nil, "%s: the render is more than %d bytes (twice --max-render-bytes)", what, s.maxOutput)
 	}
 	waitErr := cmd.Wait()
 	if ctx.Err() != nil {
@@ -211,22 +216,22 @@ func (s *Sandbox) run(ctx context.Context, what, output string, req childRequest
 	if readErr != nil || waitErr != nil {
 		tail := strings.TrimSpace(stderr.String())
 		if errtext.OutOfMemory(tail) {
-			return nil, failure.New(ReasonRenderMemoryExceeded, nil,
+			return nil, failure.New(render.ReasonRenderMemoryExceeded, nil,
 				"%s used more than the render memory limit of %d bytes (--render-memory-limit) and was stopped", what, s.limits.Memory)
 		}
 		msg := what + ": the render process failed"
 		if tail != "" {
 			msg += ": " + tail
 		}
-		return nil, failure.New(ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
+		return nil, failure.New(render.ReasonTemplateFailed, errors.Join(readErr, waitErr), "%s", msg)
 	}
 	return decodeResponse(output, out, maxObjects)
 }
 
 // stopped is the error of a render whose context ended.
 func (s *Sandbox) stopped(ctx context.Context, what string) *failure.Error {
-	if errors.Is(context.Cause(ctx), errRenderTimeout) {
-		return failure.New(ReasonRenderTimeout, nil, "%s took longer than the render timeout (--render-timeout) and was stopped", what)
+	if errors.Is(context.Cause(ctx), render.ErrTimeout) {
+		return failure.New(render.ReasonRenderTimeout, nil, "%s took longer than the render timeout (--render-timeout) and was stopped", what)
 	}
 	return failure.New(source.ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
 }
@@ -238,89 +243,20 @@ func decodeResponse(where string, out []byte, maxObjects int) ([]*unstructured.U
 	if len(trimmed) > 0 && trimmed[0] == '{' {
 		var resp chartError
 		if err := json.Unmarshal(trimmed, &resp); err != nil || resp.Reason == "" {
-			return nil, failure.New(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
+			return nil, failure.New(render.ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
 		}
 		return nil, &failure.Error{Reason: resp.Reason, Message: resp.Message}
 	}
-	objs, err := decodeObjects(bytes.NewReader(trimmed), maxObjects, 0, where)
+	objs, err := jsonobjects.Decode(bytes.NewReader(trimmed), maxObjects, 0, func() error {
+		return failure.New(render.ReasonTooManyObjects, nil, "%s holds more objects than the limit of %d (--max-render-objects)", where, maxObjects)
+	})
 	if f, ok := failure.As(err); ok {
 		return nil, f
 	}
 	if err != nil {
-		return nil, failure.New(ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
+		return nil, failure.New(render.ReasonTemplateFailed, err, "%s: the render process wrote no answer", where)
 	}
 	return objs, nil
-}
-
-// setupChild prepares a child before it reads anything: its memory limit
-// (RLIMIT_DATA), the kernel's network filter (denyNetwork; required when
-// the Sandbox says so), and net/http's backstop. Nothing a child does
-// needs the network: kustomize.Check refuses what kustomize would fetch,
-// and a chart's templates have no business with it. It returns why the
-// filter is not installed, when it is not required, and an error that
-// must stop the child.
-func setupChild() (filterErr, err error) {
-	if err := limitMemory(os.Getenv(memoryLimitEnv)); err != nil {
-		return nil, fmt.Errorf("limiting the memory of the render process: %w", err)
-	}
-	if filterErr = denyNetwork(); filterErr != nil && os.Getenv(networkFilterEnv) == "required" {
-		return nil, fmt.Errorf("the render process cannot refuse itself the network: %w", filterErr)
-	}
-	kustomize.DenyNetwork()
-	return filterErr, nil
-}
-
-// RunChild is the child of a Sandbox: it sets itself up (setupChild:
-// its memory limit, no network), reads a chart to template or a
-// kustomization to build from in, runs it in this process and writes the
-// JSON array of the objects, or the error, to out. It returns the
-// process's exit code.
-func RunChild(in io.Reader, out io.Writer) int {
-	debug.SetTraceback("single")
-	filterErr, err := setupChild()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	var req childRequest
-	var answer any
-	var objs []*unstructured.Unstructured
-	var rerr *failure.Error
-	where := ""
-	switch err := json.NewDecoder(in).Decode(&req); {
-	case err != nil:
-		rerr = failure.New(ReasonTemplateFailed, nil, "reading the render request: %v", err)
-	case req.Chart != nil:
-		where = req.Chart.Where
-		objs, rerr = templateChart(context.Background(), *req.Chart)
-	case req.Kustomize != nil:
-		where = req.Kustomize.Where
-		objs, rerr = buildKustomization(*req.Kustomize)
-	case req.Probe:
-		answer = probeNetwork(filterErr)
-	default:
-		rerr = failure.New(ReasonTemplateFailed, nil, "the render request holds neither a chart nor a kustomization")
-	}
-	switch {
-	case answer != nil: // a probe's
-	case rerr != nil:
-		answer = chartError{Reason: rerr.Reason, Message: rerr.Message}
-	default:
-		items := make([]map[string]any, len(objs))
-		for i, o := range objs {
-			items[i] = o.Object
-		}
-		answer = items
-	}
-	data, err := json.Marshal(answer)
-	if err != nil {
-		data, _ = json.Marshal(chartError{Reason: ReasonManifestInvalid, Message: fmt.Sprintf("%s: the objects do not encode to JSON: %v", where, err)})
-	}
-	if _, err := out.Write(data); err != nil {
-		fmt.Fprintln(os.Stderr, "writing the render response:", err)
-		return 1
-	}
-	return 0
 }
 
 // limitedBuffer keeps the first limit bytes written to it.

@@ -12,38 +12,21 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/internal/tartest"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
-
-// entry is an entry of tarGz.
-type entry = ociregistry.TarEntry
-
-// tarGz is a tar+gzip archive of entries, in order.
-func tarGz(t *testing.T, entries ...entry) []byte {
-	t.Helper()
-	data, err := ociregistry.TarGzEntries(entries...)
-	require.NoError(t, err)
-	return data
-}
-
-func sparseTarGz(t *testing.T, format ociregistry.SparseFormat, name string, size int64) []byte {
-	t.Helper()
-	data, err := ociregistry.SparseTarGz(format, name, size)
-	require.NoError(t, err)
-	return data
-}
 
 // A bundle's symbolic and hard links are not read: a link under the
 // rendered path is refused (a manifest that is a link would otherwise drop
 // out of the render), one elsewhere is listed in Source.Links. Every link
 // of a chart is refused: Helm's loader reads one as an empty file.
 func TestLinksRefused(t *testing.T) {
-	bundle := tarGz(t,
-		entry{Name: "apps/web/deploy.yaml", Data: "kind: Deployment"},
-		entry{Name: "apps/web/passwd.yaml", Symlink: "/etc/passwd"},
-		entry{Name: "apps/api/deploy.yaml", Data: "kind: Deployment"},
-		entry{Name: "apps/api/copy.yaml", Hardlink: "apps/web/deploy.yaml"},
-		entry{Name: "base", Symlink: "apps/web"},
+	bundle := tartest.TarGz(t,
+		tartest.Entry{Name: "apps/web/deploy.yaml", Data: "kind: Deployment"},
+		tartest.Entry{Name: "apps/web/passwd.yaml", Symlink: "/etc/passwd"},
+		tartest.Entry{Name: "apps/api/deploy.yaml", Data: "kind: Deployment"},
+		tartest.Entry{Name: "apps/api/copy.yaml", Hardlink: "apps/web/deploy.yaml"},
+		tartest.Entry{Name: "base", Symlink: "apps/web"},
 	)
 	files, links, err := unbundle("OCI example/bundle:1", bundle, 1<<20)
 	require.NoError(t, err)
@@ -71,8 +54,8 @@ func TestLinksRefused(t *testing.T) {
 		assert.Contains(t, ferr.Message, "OCI example/bundle:1: "+tc.refused+", which a source does not follow")
 	}
 
-	for _, e := range []entry{{Name: "web/templates/cm.yaml", Symlink: "/etc/passwd"}, {Name: "web/templates/copy.yaml", Hardlink: "web/Chart.yaml"}} {
-		chart := tarGz(t, entry{Name: "web/Chart.yaml", Data: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}, e)
+	for _, e := range []tartest.Entry{{Name: "web/templates/cm.yaml", Symlink: "/etc/passwd"}, {Name: "web/templates/copy.yaml", Hardlink: "web/Chart.yaml"}} {
+		chart := tartest.TarGz(t, tartest.Entry{Name: "web/Chart.yaml", Data: "apiVersion: v2\nname: web\nversion: 1.0.0\n"}, e)
 		ferr, ok := failure.As(checkChart("OCI example/chart:1", chart, 1<<20))
 		require.True(t, ok, e.Name)
 		assert.Equal(t, failure.ReasonLinkUnsupported, ferr.Reason)
@@ -105,13 +88,13 @@ func TestConfigMapChartChecked(t *testing.T) {
 		name, reason, message string
 		chart                 []byte
 	}{
-		{name: "sparse file of 1 GiB", chart: sparseTarGz(t, ociregistry.SparsePAX10, "web/templates/big.yaml", 1<<30), reason: ReasonArtifactTooLarge,
+		{name: "sparse file of 1 GiB", chart: tartest.SparseTarGz(t, ociregistry.SparsePAX10, "web/templates/big.yaml", 1<<30), reason: ReasonArtifactTooLarge,
 			message: "ConfigMap shop/chart binaryData chart.tgz: the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file web/templates/big.yaml claims 1073741824 bytes"},
-		{name: "sparse file", chart: sparseTarGz(t, ociregistry.SparseOldGNU, "web/templates/x.yaml", 4096), reason: ReasonArtifactUnsupported,
+		{name: "sparse file", chart: tartest.SparseTarGz(t, ociregistry.SparseOldGNU, "web/templates/x.yaml", 4096), reason: ReasonArtifactUnsupported,
 			message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a sparse file"},
-		{name: "decompression bomb", chart: tarGz(t, entry{Name: "web/templates/x.yaml", Data: strings.Repeat(" ", 2<<20)}), reason: ReasonArtifactTooLarge,
+		{name: "decompression bomb", chart: tartest.TarGz(t, tartest.Entry{Name: "web/templates/x.yaml", Data: strings.Repeat(" ", 2<<20)}), reason: ReasonArtifactTooLarge,
 			message: "the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes)"},
-		{name: "a template that is a link", chart: tarGz(t, entry{Name: "web/Chart.yaml", Data: "name: web"}, entry{Name: "web/templates/x.yaml", Symlink: "/etc/passwd"}),
+		{name: "a template that is a link", chart: tartest.TarGz(t, tartest.Entry{Name: "web/Chart.yaml", Data: "name: web"}, tartest.Entry{Name: "web/templates/x.yaml", Symlink: "/etc/passwd"}),
 			reason: failure.ReasonLinkUnsupported, message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a symbolic link"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package render
+package sandbox
 
 import "errors"
 

@@ -1,4 +1,9 @@
-package render
+// Package jsonobjects decodes a JSON array of objects one object at a
+// time, within limits, whatever the array holds: it stops at the first
+// object past a count, at the first string past a length before it is
+// buffered whole, and never buffers a run of white space. pkg/render reads
+// stored renders with it, pkg/sandbox the answers of its children.
+package jsonobjects
 
 import (
 	"encoding/json"
@@ -8,18 +13,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-
-	"github.com/kumodo/convoy-apiserver/pkg/failure"
 )
 
-// decodeObjects decodes a JSON array of objects from r one object at a time,
-// and stops with TooManyObjects at the first object past maxObjects, so that
-// a render past the limit is never decoded whole (nor held twice, as JSON
-// and as objects). With maxString above 0, it stops with errStringTooLong
+// Decode decodes a JSON array of objects from r one object at a time, and
+// stops with tooMany's error at the first object past maxObjects, so that
+// an array past the limit is never decoded whole (nor held twice, as JSON
+// and as objects). With maxString above 0, it stops with ErrStringTooLong
 // at the first string longer than maxString bytes (squashSpace), before
-// the decoder buffers it whole. what names the render in the message. An
-// error of r is returned as it is.
-func decodeObjects(r io.Reader, maxObjects, maxString int, what string) ([]*unstructured.Unstructured, error) {
+// the decoder buffers it whole. An error of r is returned as it is.
+func Decode(r io.Reader, maxObjects, maxString int, tooMany func() error) ([]*unstructured.Unstructured, error) {
 	dec := json.NewDecoder(&squashSpace{r: r, maxString: maxString})
 	if tok, err := dec.Token(); err != nil {
 		return nil, err
@@ -29,7 +31,7 @@ func decodeObjects(r io.Reader, maxObjects, maxString int, what string) ([]*unst
 	var objects []*unstructured.Unstructured
 	for i := 0; dec.More(); i++ {
 		if i == maxObjects {
-			return nil, failure.New(ReasonTooManyObjects, nil, "%s holds more objects than the limit of %d (--max-render-objects)", what, maxObjects)
+			return nil, tooMany()
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
@@ -50,12 +52,12 @@ func decodeObjects(r io.Reader, maxObjects, maxString int, what string) ([]*unst
 
 // squashSpace reads JSON from r with every run of white space outside
 // strings cut to one space. json.Decoder keeps in its buffer the white space
-// it skips before a token, so a stored render of 300 MB of spaces between
-// two objects would fill memory up to the limit of bytes (and twice that
-// while the buffer grows); cut, it holds one byte. A run is kept as one space
+// it skips before a token, so an array of 300 MB of spaces between two
+// objects would fill memory up to the limit of bytes (and twice that while
+// the buffer grows); cut, it holds one byte. A run is kept as one space
 // so that two tokens never run into one another.
 //
-// With maxString above 0, it also fails with errStringTooLong once a string
+// With maxString above 0, it also fails with ErrStringTooLong once a string
 // (a key or a value) is longer than maxString bytes decoded, so that the
 // decoder never buffers a longer one: a byte counts one, an escape the
 // bytes it decodes to (\uXXXX its UTF-8 length, a surrogate pair's half
@@ -103,7 +105,7 @@ func (s *squashSpace) Read(p []byte) (int, error) {
 					s.length++
 				}
 				if s.maxString > 0 && s.length > s.maxString {
-					return out, errStringTooLong
+					return out, ErrStringTooLong
 				}
 			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 				if s.space {
@@ -153,30 +155,5 @@ func escapedLength(code rune) int {
 	return 3
 }
 
-// errStringTooLong is the error of a squashSpace past its maxString.
-var errStringTooLong = errors.New("a JSON string is longer than the limit")
-
-// errInflatesTooFar is the error of a reader past its limit (limitReader).
-var errInflatesTooFar = errors.New("the render inflates too far")
-
-// limitReader reads from r and fails with errInflatesTooFar once more than
-// n bytes were read.
-type limitReader struct {
-	r io.Reader
-	n int64
-}
-
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n < 0 {
-		return 0, errInflatesTooFar
-	}
-	if int64(len(p)) > l.n+1 {
-		p = p[:l.n+1]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	if l.n < 0 {
-		return n, errInflatesTooFar
-	}
-	return n, err
-}
+// ErrStringTooLong is the error of Decode at a string past its maxString.
+var ErrStringTooLong = errors.New("a JSON string is longer than the limit")

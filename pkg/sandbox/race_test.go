@@ -1,6 +1,6 @@
 //go:build race
 
-package render
+package sandbox
 
 // raceEnabled: the test binary, which the Sandbox tests run as a chart's
 // child process, is built with the race detector, whose shadow memory

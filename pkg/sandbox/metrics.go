@@ -1,4 +1,4 @@
-package render
+package sandbox
 
 import (
 	"k8s.io/component-base/metrics"
@@ -6,7 +6,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
-// metricSet holds the render metrics.
+// metricSet holds the metrics of the render processes.
 var metricSet = metricset.New()
 
 // networkFiltered says whether the render processes run under the kernel's
@@ -19,6 +19,6 @@ var networkFiltered = metricSet.Gauge(&metrics.GaugeOpts{
 	StabilityLevel: metrics.ALPHA,
 })
 
-// RegisterMetrics registers the render metrics with the legacy registry
-// that the API server serves on /metrics.
+// RegisterMetrics registers the metrics of the render processes with the
+// legacy registry that the API server serves on /metrics.
 func RegisterMetrics() { metricSet.Register() }

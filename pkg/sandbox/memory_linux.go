@@ -1,4 +1,4 @@
-package render
+package sandbox
 
 import (
 	"fmt"

@@ -1,0 +1,35 @@
+package verify
+
+import (
+	"k8s.io/component-base/metrics"
+
+	"github.com/kumodo/convoy-apiserver/pkg/metricset"
+)
+
+// metricSet holds the metrics of verifications.
+var metricSet = metricset.New()
+
+// The outcomes of verifications.
+const (
+	verifyVerified   = "verified"
+	verifyUnverified = "unverified"
+	verifyFailure    = "failure"
+)
+
+var verifications = metricSet.CounterVec(&metrics.CounterOpts{
+	Subsystem: "convoy_source",
+	Name:      "verifications_total",
+	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify), by provider (cosign) and outcome (verified; unverified: " +
+		"SignatureUnverified, nothing rendered; failure: the registry or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"provider", "outcome"})
+
+// RegisterMetrics registers the metrics of verifications with the legacy
+// registry that the API server serves on /metrics; every outcome starts
+// at 0.
+func RegisterMetrics() {
+	metricSet.Register()
+	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
+		verifications.WithLabelValues(ProviderCosign, outcome)
+	}
+}
