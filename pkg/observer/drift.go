@@ -22,7 +22,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 )
 
@@ -135,14 +134,15 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 // writes nothing. What it found, the InSync condition and status.selfHeal (the contested
 // fields and the backoff of self-heal, after this pass's decision), is
 // written in one apply before the sync request it decided on.
-func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q passOptions) (time.Duration, error) {
 	interval := Interval(release)
+	opts := drift.Options{ListedAfter: q.listedAfter, Spot: q.spot}
 	refresh, refreshing := pendingRefresh(release, l.status.SeenRefresh(release), time.Now())
 	if refreshing {
 		// The source is resolved again, whatever --source-resolve-max-age.
-		ctx = source.WithFreshAfter(ctx, refresh.at)
+		opts.ResolvedAfter = refresh.at
 	}
-	report, err := l.checker.Check(ctx, release, drift.Options{})
+	report, err := l.checker.Check(ctx, release, opts)
 	if err != nil {
 		return interval, err
 	}

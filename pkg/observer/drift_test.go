@@ -114,7 +114,7 @@ func TestDriftPassRequestsSyncWhenTheStatusWriteFails(t *testing.T) {
 	report := &drift.Report{Result: &compare.Result{Verdict: subresourcesv1alpha1.DiffDrifted, Reason: compare.ReasonDrifted, Message: "1 of 1 drifted"}}
 	l := &DriftLoop{checker: fixedChecker{report}, status: status, requester: requester}
 
-	_, err := l.pass(context.Background(), release)
+	_, err := l.pass(context.Background(), release, passOptions{})
 	require.Error(t, err, "the write's error, for a retry")
 	assert.Contains(t, err.Error(), "etcd is away")
 	got, err := client.ConvoyV1alpha1().Releases("shop").Get(context.Background(), "web", metav1.GetOptions{})

@@ -245,7 +245,7 @@ func (l *HealthLoop) nextDelay(key cache.ObjectName, settled bool, interval time
 // pass runs one health pass of release (health.Pass) and writes its
 // outcome: status.entries, then Healthy and healthSummary, then a sync
 // request when the pass found a reason.
-func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q passOptions) (time.Duration, error) {
 	key := cache.MetaObjectToName(release)
 	logger := klog.FromContext(ctx)
 	inv, err := l.inventories.ReleaseInventories(key.Namespace).Get(key.Name)
@@ -256,11 +256,12 @@ func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) 
 	}
 
 	in := health.Input{
-		Release:   release,
-		Inventory: inv,
-		Reader:    health.NewClusterReader(l.targets, release, l.verdicts != nil),
-		Verdicts:  l.verdicts,
-		Now:       l.clock.Now().Truncate(time.Second),
+		Release:     release,
+		Inventory:   inv,
+		Reader:      health.NewClusterReader(l.targets, release, l.verdicts != nil),
+		Verdicts:    l.verdicts,
+		Now:         l.clock.Now().Truncate(time.Second),
+		ListedAfter: q.listedAfter,
 	}
 	if ha := release.Spec.HealthAssessment; ha != nil {
 		in.Rules, in.RulesErr = l.rules(release.Namespace, ha)
