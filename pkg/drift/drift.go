@@ -19,6 +19,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
@@ -161,7 +162,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 	}
 	reader := access.Reader(c.lists)
 	report = &Report{Result: c.engine.Compare(ctx, reader, want.Objects), Desired: want}
-	report.Objects = withContested(report.Objects, release.Status.SelfHeal)
+	report.Objects = contest.Mark(report.Objects, release.Status.SelfHeal)
 	if opts.ExtraObjects {
 		inv, err := c.inventories.ReleaseInventories(release.Namespace).Get(ctx, release.Name, metav1.GetOptions{})
 		switch {

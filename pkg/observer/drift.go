@@ -150,13 +150,12 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q
 	request := report.Result.Verdict == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil
 	var selfHeal *convoyv1alpha1.SelfHealStatus
 	if l.contests != nil {
-		l.contests.Seed(release.UID, release.Status.SelfHeal)
-		l.observeContests(ctx, release, report, &cond)
-		if request && !l.contests.ShouldRequest(release.UID, interval, report.Objects) {
+		d := l.contests.Decide(contest.Pass{Release: release, Verdict: report.Result.Verdict, Objects: report.Objects, Heal: request, Interval: interval})
+		l.recordContests(ctx, release, d, &cond)
+		if request && !d.Request {
 			klog.FromContext(ctx).V(2).Info("Self-heal backs off: every drifted field is contested")
-			request = false
 		}
-		selfHeal = l.contests.Status(release.UID)
+		request, selfHeal = d.Request, d.Status
 	}
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
 	if report.Reason == failure.ReasonInternalError {
@@ -191,27 +190,22 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q
 	return interval, nil
 }
 
-// observeContests records the drift of a pass (a pass without drift lets
-// contests end), records a Warning Event for each field that became
-// contested, and names the contested fields in the InSync message.
-func (l *DriftLoop) observeContests(ctx context.Context, release *convoyv1alpha1.Release, report *drift.Report, cond *metav1.Condition) {
-	var objects []subresourcesv1alpha1.ObjectDiff
-	switch report.Result.Verdict {
-	case subresourcesv1alpha1.DiffDrifted:
-		objects = report.Objects
-	case subresourcesv1alpha1.DiffUndetermined:
-		return // says nothing of the fields
-	}
-	for _, f := range l.contests.Observe(release.UID, objects) {
+// recordContests records what a pass decided of the contested fields (d): a
+// Warning Event for each field that became contested, the gauge of them all,
+// and their names in the InSync message of a pass that found drift.
+func (l *DriftLoop) recordContests(ctx context.Context, release *convoyv1alpha1.Release, d contest.Decision, cond *metav1.Condition) {
+	for _, f := range d.NewlyContested {
 		note := fmt.Sprintf("%s of %s is contested: %s took it back after %d self-heals; self-heal backs off. Remove the field from the render, or let %s own it",
 			f.Path, f.Object.Describe(), f.Owner(), f.Heals, f.Manager)
 		l.status.Warn(release, ReasonFieldContested, "Contest", note)
 		klog.FromContext(ctx).Info("Field contested", "release", klog.KObj(release), "object", f.Object.Describe(), "path", f.Path, "manager", f.Manager)
 	}
-	contestedFields.Set(float64(l.contests.Count()))
-	if fields := l.contests.Contested(release.UID); len(fields) > 0 && cond.Reason == string(subresourcesv1alpha1.DiffDrifted) {
+	if d.Observed {
+		contestedFields.Set(float64(d.Total))
+	}
+	if len(d.Contested) > 0 && cond.Reason == string(subresourcesv1alpha1.DiffDrifted) {
 		var parts []string
-		for _, f := range fields {
+		for _, f := range d.Contested {
 			parts = append(parts, fmt.Sprintf("%s of %s by %s", f.Path, f.Object.Describe(), f.Owner()))
 		}
 		slices.Sort(parts)
