@@ -22,7 +22,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 // DefaultInterval is spec.syncPolicy.interval when it is not set.
@@ -43,7 +43,7 @@ type DriftLoop struct {
 	passQueue
 	checker   Checker
 	status    *StatusWriter
-	requester *syncrequest.Requester
+	requester *requests.Requester
 	contests  *contest.Tracker
 }
 
@@ -54,7 +54,7 @@ type DriftLoop struct {
 // request (an annotation), RefreshDelay after it. A sync request and the
 // observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
-	checker Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
+	checker Checker, status *StatusWriter, requester *requests.Requester, contests *contest.Tracker) (*DriftLoop, error) {
 	l := &DriftLoop{checker: checker, status: status, requester: requester, contests: contests}
 	l.passQueue = newPassQueue("drift", releases.Lister(), l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
 	l.spots = newSpots(park.DefaultGrace, l.queue.Add)
@@ -62,12 +62,9 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
 			old, cur := oldObj.(*convoyv1alpha1.Release), newObj.(*convoyv1alpha1.Release)
-			if refreshRequested(old, cur) {
-				// Requests of the next RefreshDelay make one pass.
-				l.addAfter(cur, RefreshDelay)
-				return
+			if !l.queueRefresh(old, cur) {
+				l.add(cur, driftTrigger(old, cur))
 			}
-			l.add(cur, driftTrigger(old, cur))
 		},
 		DeleteFunc: func(obj any) {
 			if r, ok := releaseOf(obj); ok {
@@ -137,9 +134,8 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q passOptions) (time.Duration, error) {
 	interval := Interval(release)
 	opts := drift.Options{ListedAfter: q.listedAfter, Spot: q.spot}
-	refresh, refreshing := pendingRefresh(release, l.status.SeenRefresh(release), time.Now())
+	refresh, refreshing := l.refreshOf(release)
 	if refreshing {
-		// The source is resolved again, whatever --source-resolve-max-age.
 		opts.ResolvedAfter = refresh.at
 	}
 	report, err := l.checker.Check(ctx, release, opts)
@@ -168,9 +164,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q
 		status.Resolved = report.Desired.Resolved
 	}
 	if refreshing {
-		status.HandledRefresh, status.SeenRefresh = refresh.record, refresh.value
-		refreshesHandled.Inc()
-		klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", refresh.record)
+		refresh.handled(ctx, &status)
 	}
 	// A status the API server refuses does not keep the pass from its
 	// sync request: the cluster drifted whatever the status says.

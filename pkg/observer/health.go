@@ -21,7 +21,7 @@ import (
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 // Re-check delays of the health loop while something is not Healthy: 2s,
@@ -53,7 +53,7 @@ type HealthLoop struct {
 	compiler    *health.Compiler
 	writer      *inventory.Writer
 	status      *StatusWriter
-	requester   *syncrequest.Requester
+	requester   *requests.Requester
 	clock       clock.PassiveClock
 	// verdicts, when set, reuses verdicts of unchanged objects, whose
 	// resourceVersions shared LISTs tell.
@@ -68,7 +68,7 @@ type HealthLoop struct {
 // change of a rule set it selects; the informer resync; and the re-check
 // delays.
 func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, verdicts *health.VerdictCache, writer *inventory.Writer,
-	status *StatusWriter, requester *syncrequest.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
+	status *StatusWriter, requester *requests.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
 	l := &HealthLoop{
 		releases:    inf.Releases.Lister(),
 		inventories: inf.Inventories.Lister(),
