@@ -33,9 +33,9 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 	"github.com/kumodo/convoy-apiserver/pkg/sandbox"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
 	"github.com/kumodo/convoy-apiserver/pkg/verify"
 	"github.com/kumodo/convoy-apiserver/pkg/version"
 )
@@ -223,7 +223,7 @@ func (c CompletedConfig) New() (*Server, error) {
 		loopChecker = checker.WithSnapshots(desired.NewRenderCache(x.RenderCacheBytes, x.CacheMaxAge, clock.RealClock{}))
 		verdicts = health.NewVerdictCache(x.CacheMaxAge, clock.RealClock{})
 	}
-	requester := syncrequest.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
+	requester := requests.NewRequester(convoy.ConvoyV1alpha1(), recorder, clock.RealClock{})
 	group := genericapiserver.NewDefaultAPIGroupInfo(subresourcesv1alpha1.GroupName, Scheme, runtime.NewParameterCodec(Scheme), Codecs)
 	group.VersionedResourcesStorageMap[subresourcesv1alpha1.SchemeGroupVersion.Version] = release.Storage(release.Engines{
 		Releases:    convoy.ConvoyV1alpha1(),

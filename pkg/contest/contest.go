@@ -1,19 +1,11 @@
-// Package contest finds the fields that self-heal cannot win: a field that
-// the same manager (name and subresource) takes back after each self-heal,
-// Options.Heals times within Options.Window, is contested. While a Release
-// has a contested field, its self-heal requests back off (doubling from its
-// interval, up to Options.MaxBackoff) instead of one per drift pass; drift
-// that is not contested still heals at once. A contest ends when the field
-// stays healed for a window.
-//
-// A self-heal is seen in the object itself: the time of convoy's
-// managedFields entry (ObjectDiff.AppliedAt) moves at each effective apply.
-// The memory is per Release, bounded, held by the leader's drift loop for
-// one term of leadership, and dropped with the Release. What other replicas
-// and the next leader need of it is the Release's status.selfHeal (Status):
-// the drift loop writes it with the InSync condition, and a Tracker that
-// has no memory of a Release starts from it (Seed), so that a failover
-// keeps the contests and the backoff of their self-heal.
+// Package contest finds the fields that self-heal cannot win: a field the
+// same manager takes back after each self-heal, Options.Heals times within
+// Options.Window, is contested, and the Release's self-heal requests back off
+// while every drifted field is. The drift loop asks one thing per pass
+// (Tracker.Decide), of a memory that is the leader's, seeded from and
+// written to status.selfHeal; every check reads the fields from there
+// (Mark). Users' view: docs/users/drift.md, "Contested fields"; the
+// code's: docs/contributors/internals.md, "Contested fields".
 package contest
 
 import (
@@ -114,13 +106,76 @@ func New(opts Options) *Tracker {
 	return &Tracker{opts: opts, releases: map[types.UID]*release{}}
 }
 
-// Observe records the objects of a drift pass of the Release uid (the
-// Changes, owners and AppliedAt of each) and returns the fields that
-// became contested in it.
-func (t *Tracker) Observe(uid types.UID, objects []subresourcesv1alpha1.ObjectDiff) []Field {
+// Pass is a drift pass of a Release, as Decide reads it.
+type Pass struct {
+	// Release is the Release checked: its UID, and its status.selfHeal,
+	// which seeds the memory of a Release the Tracker has none of (after a
+	// failover or a restart; see seed).
+	Release *convoyv1alpha1.Release
+	// Verdict and Objects are what the check found: an Undetermined
+	// verdict says nothing of the fields, InSync that none drifted.
+	Verdict subresourcesv1alpha1.DiffResult
+	Objects []subresourcesv1alpha1.ObjectDiff
+	// Heal is set when the pass would request a self-heal (drift in
+	// automatic mode); Interval is spec.syncPolicy.interval, where the
+	// backoff of those requests starts.
+	Heal     bool
+	Interval time.Duration
+}
+
+// Decision is what a drift pass does about its Release's contested fields.
+type Decision struct {
+	// Observed is set when the pass said something of the fields (its
+	// verdict was not Undetermined): only then are NewlyContested and
+	// Total new.
+	Observed bool
+	// NewlyContested are the fields that became contested in this pass: a
+	// Warning Event each.
+	NewlyContested []Field
+	// Contested are all the Release's contested fields: the InSync message
+	// of a pass that found drift names them.
+	Contested []Field
+	// Total is the number of contested fields of all Releases (the gauge),
+	// when Observed.
+	Total int
+	// Request is set when the pass requests its self-heal: Pass.Heal, and
+	// self-heal does not back off (a drifted field is not contested, or
+	// the backoff is over).
+	Request bool
+	// Status is status.selfHeal after the pass: nil when no field is
+	// contested.
+	Status *convoyv1alpha1.SelfHealStatus
+}
+
+// Decide records a drift pass of a Release and decides what it does about
+// its contested fields: it seeds the Release's memory from its status the
+// first time, records the drifted fields (not on an Undetermined verdict),
+// tells whether the pass requests its self-heal, and what status.selfHeal
+// holds after it.
+func (t *Tracker) Decide(p Pass) Decision {
+	uid := p.Release.UID
 	now := t.opts.Clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.seed(uid, p.Release.Status.SelfHeal, now)
+	var d Decision
+	if p.Verdict != subresourcesv1alpha1.DiffUndetermined {
+		var drifted []subresourcesv1alpha1.ObjectDiff
+		if p.Verdict == subresourcesv1alpha1.DiffDrifted {
+			drifted = p.Objects
+		}
+		d.Observed, d.NewlyContested, d.Total = true, t.observe(uid, drifted, now), t.count()
+	}
+	d.Contested = t.contested(uid)
+	d.Request = p.Heal && t.shouldRequest(uid, p.Interval, p.Objects, now)
+	d.Status = t.status(uid)
+	return d
+}
+
+// observe records the objects of a drift pass of the Release uid (the
+// Changes, owners and AppliedAt of each) and returns the fields that
+// became contested in it. t.mu is held.
+func (t *Tracker) observe(uid types.UID, objects []subresourcesv1alpha1.ObjectDiff, now time.Time) []Field {
 	r := t.releases[uid]
 	var contested []Field
 	seen := map[fieldKey]bool{}
@@ -132,7 +187,7 @@ func (t *Tracker) Observe(uid types.UID, objects []subresourcesv1alpha1.ObjectDi
 		if o.AppliedAt != nil {
 			applied = o.AppliedAt.Time
 		}
-		object := convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+		object := o.Key()
 		for _, c := range o.Changes {
 			if len(c.Owners) == 0 {
 				continue
@@ -226,10 +281,8 @@ func (h *history) field(key fieldKey) Field {
 		Path: key.path, Manager: h.manager, Subresource: h.subresource, Heals: int32(len(h.takes)), Since: metav1.NewTime(h.since)}}
 }
 
-// Contested returns the contested fields of the Release uid.
-func (t *Tracker) Contested(uid types.UID) []Field {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// contested returns the contested fields of the Release uid. t.mu is held.
+func (t *Tracker) contested(uid types.UID) []Field {
 	var out []Field
 	if r := t.releases[uid]; r != nil {
 		for key, h := range r.fields {
@@ -241,10 +294,8 @@ func (t *Tracker) Contested(uid types.UID) []Field {
 	return out
 }
 
-// Count is the number of contested fields of all Releases.
-func (t *Tracker) Count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// count is the number of contested fields of all Releases. t.mu is held.
+func (t *Tracker) count() int {
 	n := 0
 	for _, r := range t.releases {
 		for _, h := range r.fields {
@@ -256,14 +307,12 @@ func (t *Tracker) Count() int {
 	return n
 }
 
-// ShouldRequest tells whether a drift pass of the Release uid that found
+// shouldRequest tells whether a drift pass of the Release uid that found
 // drift requests a self-heal now: always without a contested field, or when
 // a drifted field is not contested (uncontested drift heals at once);
 // else once per backoff, which doubles from interval up to MaxBackoff.
-func (t *Tracker) ShouldRequest(uid types.UID, interval time.Duration, objects []subresourcesv1alpha1.ObjectDiff) bool {
-	now := t.opts.Clock.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// t.mu is held.
+func (t *Tracker) shouldRequest(uid types.UID, interval time.Duration, objects []subresourcesv1alpha1.ObjectDiff, now time.Time) bool {
 	r := t.releases[uid]
 	if r == nil || !r.contested() {
 		if r != nil {
@@ -275,7 +324,7 @@ func (t *Tracker) ShouldRequest(uid types.UID, interval time.Duration, objects [
 		if o.Status == subresourcesv1alpha1.ObjectMissing {
 			return true
 		}
-		object := convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
+		object := o.Key()
 		for _, c := range o.Changes {
 			if h := r.fields[fieldKey{object: object, path: c.Path}]; h == nil || h.since.IsZero() {
 				return true
@@ -300,17 +349,15 @@ func (t *Tracker) Forget(uid types.UID) {
 	delete(t.releases, uid)
 }
 
-// Seed starts the memory of the Release uid from status, its
+// seed starts the memory of the Release uid from status, its
 // status.selfHeal as the leader last wrote it, unless the Tracker already
 // has a memory of it: after a failover or a restart, the contested fields
 // stay contested (with their manager, since and heals, at most
 // maxSeededHeals) and the self-heal requests keep their backoff. A seeded
 // field is taken as drifted now: its contest ends a window after the first
 // pass that does not find it drifted. A nil status seeds an empty memory.
-func (t *Tracker) Seed(uid types.UID, status *convoyv1alpha1.SelfHealStatus) {
-	now := t.opts.Clock.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// t.mu is held.
+func (t *Tracker) seed(uid types.UID, status *convoyv1alpha1.SelfHealStatus, now time.Time) {
 	if _, ok := t.releases[uid]; ok {
 		return
 	}
@@ -340,16 +387,14 @@ func (t *Tracker) Seed(uid types.UID, status *convoyv1alpha1.SelfHealStatus) {
 	}
 }
 
-// Status is what the Release uid's status.selfHeal holds: its contested
+// status is what the Release uid's status.selfHeal holds: its contested
 // fields, at most convoyv1alpha1.MaxContestedFields (the ones contested
 // longest first, then by object and path), each string cut to the CRD's
 // bounds and each time to the second (what the API server keeps), and the
 // backoff of its self-heal requests; nil when no field is contested. The
 // same memory gives the same status, so that a pass that changes nothing
-// writes nothing.
-func (t *Tracker) Status(uid types.UID) *convoyv1alpha1.SelfHealStatus {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// writes nothing. t.mu is held.
+func (t *Tracker) status(uid types.UID) *convoyv1alpha1.SelfHealStatus {
 	r := t.releases[uid]
 	if r == nil {
 		return nil

@@ -45,33 +45,13 @@ const (
 	stepRender
 )
 
-// classifyBeforeCompare gives an error found before the compare (at step)
-// the reason of an Undetermined result, the one classifier of the InSync
-// condition before the compare (the compare engine classifies the errors
-// of each object: classifyObjectFailure). It names no reason of the
-// packages whose errors it judges (pkg/source, pkg/render, pkg/cluster):
-// it goes by class, asks pkg/cluster whether an error is a refused
-// impersonation, and names only its own reasons and the shared ones of
-// pkg/failure.
-//
-//   - a stored render asked for that is not stored: ReasonRenderNotStored;
-//   - an API server's refusal to let convoy-apiserver impersonate the
-//     Release's identity: cluster.ReasonImpersonationNotGranted, with what
-//     to bind;
-//   - the API server's refusal of the identity (a 403 Status anywhere in
-//     err): failure.ReasonForbidden, naming identity;
-//   - a *failure.Error: its cause (the innermost failure: a refused address
-//     under a failed read of an input under a failed render is
-//     AddressNotAllowed), with the context of the outermost failure of the
-//     same reason. At stepRender, a cause of class Invalid or NotFound (the
-//     Release's own content, or something it names) is ReasonRenderFailed,
-//     the cause's reason first in its message; every other class (a limit,
-//     a refusal, something unavailable) keeps its own reason;
-//   - any other error: ReasonRenderFailed at stepRender; at stepAccess,
-//     failure.ReasonInternalError (the Targets give every error of the
-//     access a reason of their own: one without is a bug).
-//
-// The result wraps err (RenderFailed wraps its cause).
+// classifyBeforeCompare gives an error found before the compare (at s) the
+// reason of an Undetermined result: the one classifier of InSync before the
+// compare (the compare engine classifies each object's). It goes by class,
+// naming no reason of the packages it judges: RenderNotStored, a refused
+// impersonation, a refused identity, else the cause's reason (behind
+// RenderFailed for the Release's own content). The rules, in order:
+// docs/contributors/internals.md, "Failure reasons". The result wraps err.
 func classifyBeforeCompare(err error, s step, identity cluster.Identity) *failure.Error {
 	if errors.Is(err, render.ErrNotStored) {
 		return failure.Quiet(ReasonRenderNotStored, err, "%v", err)

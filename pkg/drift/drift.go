@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,11 +19,13 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/compare"
+	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
@@ -94,7 +97,9 @@ func (c *Checker) WithSnapshots(renders *desired.RenderCache) *Checker {
 }
 
 // Options are what a check is asked for beyond the drift of the desired
-// render.
+// render. /diff sets the first two; a pass of the drift loop the last
+// three, which the packages below read from the check's context (put there
+// by Check only).
 type Options struct {
 	// Render, when set, compares the stored render with that renderRef
 	// instead of the desired render (GET /diff?render=REF).
@@ -102,24 +107,44 @@ type Options struct {
 	// ExtraObjects also lists the objects the next sync would prune (see
 	// Report.ExtraObjects): what /diff shows, and the loop does not need.
 	ExtraObjects bool
+
+	// ListedAfter, when set, learns the resourceVersions of live objects
+	// and inputs only from LISTs sent at or after it
+	// (cluster.WithListedAfter): the pass follows an event after which the
+	// cluster may hold something new.
+	ListedAfter time.Time
+	// ResolvedAfter, when set, resolves the source with what was read at or
+	// after it, whatever --source-resolve-max-age (source.WithFreshAfter):
+	// a refresh requested then.
+	ResolvedAfter time.Time
+	// Spot, when set, is where a wait for a registry or a repository parks
+	// (park.WithSpot): the check then returns park.ErrParked, and the
+	// Spot's wake starts the next pass.
+	Spot *park.Spot
+}
+
+// context is ctx with the options the packages below read from it.
+func (o Options) context(ctx context.Context) context.Context {
+	if !o.ListedAfter.IsZero() {
+		ctx = cluster.WithListedAfter(ctx, o.ListedAfter)
+	}
+	if !o.ResolvedAfter.IsZero() {
+		ctx = source.WithFreshAfter(ctx, o.ResolvedAfter)
+	}
+	if o.Spot != nil {
+		ctx = park.WithSpot(ctx, o.Spot)
+	}
+	return ctx
 }
 
 // Check compares the desired render of release (or the stored render
-// opts.Render) with the live objects. Every failure of the check is a
-// Report with an Undetermined result and the reason of the InSync condition
-// (see classifyBeforeCompare), except a stored render asked for that is not stored: that is
-// a *failure.Error of reason ReasonRenderNotStored. The ReleaseInventory
-// that could not be read for opts.ExtraObjects is an error too, and so is a
-// check whose source parked (park.ErrParked, with a park.Spot in ctx: the
-// loop's pass runs again when the request ends).
-//
-// Everything is done as the Release's identity: its inputs and render store
-// are read, and its objects read and dry-run, with the clients of its Access.
-// The Access is had once per check: a fresh render scopes namespaces with
-// the target's REST mapper, and the compare runs on the same target.
-//
-// A panic of the check ends it as Undetermined with reason InternalError
-// (the stack is logged); it never reaches the caller.
+// opts.Render) with the live objects, as the Release's identity, with one
+// Access for the render and the compare. Every failure is a Report with an
+// Undetermined result and the reason of the InSync condition
+// (classifyBeforeCompare), or an error: a stored render asked for that is not
+// stored (ReasonRenderNotStored), an inventory unreadable for
+// opts.ExtraObjects, a source that parked (park.ErrParked, with opts.Spot).
+// A panic ends it as Undetermined, InternalError (the stack logged).
 func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, opts Options) (report *Report, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -127,6 +152,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 			report, err = &Report{Result: compare.Undetermined(f.Reason, f.Message)}, nil
 		}
 	}()
+	ctx = opts.context(ctx)
 	access, want, f := c.desired(ctx, release, opts.Render)
 	if f != nil {
 		if f.Reason == ReasonRenderNotStored || errors.Is(f, park.ErrParked) {
@@ -136,7 +162,7 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 	}
 	reader := access.Reader(c.lists)
 	report = &Report{Result: c.engine.Compare(ctx, reader, want.Objects), Desired: want}
-	report.Objects = withContested(report.Objects, release.Status.SelfHeal)
+	report.Objects = contest.Mark(report.Objects, release.Status.SelfHeal)
 	if opts.ExtraObjects {
 		inv, err := c.inventories.ReleaseInventories(release.Namespace).Get(ctx, release.Name, metav1.GetOptions{})
 		switch {

@@ -203,6 +203,37 @@ func TestCheckPanicIsUndetermined(t *testing.T) {
 	assert.ErrorContains(t, err, "injected panic")
 }
 
+// contextTargets records the ListedAfter of the context the Access is had
+// with, then fails.
+type contextTargets struct{ listedAfter *time.Time }
+
+func (f contextTargets) ForRelease(ctx context.Context, _ *convoyv1alpha1.Release) (*cluster.Access, error) {
+	*f.listedAfter = cluster.ListedAfter(ctx)
+	return nil, errors.New("no access")
+}
+
+// A pass's options reach the packages below through the check's context:
+// /diff's checks (no ListedAfter) share any fresh LIST.
+func TestCheckPutsThePassOptionsInTheContext(t *testing.T) {
+	event := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want time.Time
+	}{
+		{name: "/diff", opts: Options{ExtraObjects: true}},
+		{name: "a pass that follows an event", opts: Options{ListedAfter: event}, want: event},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got time.Time
+			c := NewChecker(contextTargets{listedAfter: &got}, testRenderEngine(), compare.NewEngine(nil, 1), nil)
+			_, err := c.Check(context.Background(), &convoyv1alpha1.Release{}, tc.opts)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
 // A check whose fetch parks (a pass of the drift loop, whose registry does
 // not answer) is an error the loop tells apart, not an Undetermined report:
 // the pass writes nothing and runs again when the request ends. Without a
@@ -229,7 +260,7 @@ func TestCheckWhoseFetchParks(t *testing.T) {
 	woken := make(chan struct{}, 1)
 	spot := park.NewSpot(50*time.Millisecond, func() { woken <- struct{}{} })
 	spot.Begin()
-	report, err := c.Check(park.WithSpot(context.Background(), spot), release, Options{})
+	report, err := c.Check(context.Background(), release, Options{Spot: spot})
 	assert.Nil(t, report)
 	require.ErrorIs(t, err, park.ErrParked)
 	<-woken // the request ended at the fetch timeout

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
@@ -68,6 +69,11 @@ type Input struct {
 	Verdicts *VerdictCache
 	// Now is the time of the pass.
 	Now time.Time
+	// ListedAfter, when set, has the Reader learn resourceVersions only
+	// from LISTs sent at or after it (cluster.WithListedAfter, put in the
+	// pass's context by Pass): the pass follows an event after which the
+	// cluster may hold something new (a sync that applied objects).
+	ListedAfter time.Time
 }
 
 // Outcome is what a health pass found: what the health loop writes and
@@ -114,6 +120,9 @@ func Pass(ctx context.Context, in Input) (out Outcome) {
 			out = Outcome{Condition: CannotAssessCondition(errors.New(failure.ReasonInternalError + ": " + failure.Panicked(ctx, r))), Panicked: true}
 		}
 	}()
+	if !in.ListedAfter.IsZero() {
+		ctx = cluster.WithListedAfter(ctx, in.ListedAfter)
+	}
 	prev := inventory.StatusOf(in.Inventory)
 	if in.Release.Spec.HealthAssessment == nil {
 		entries, _, err := assessEntries(ctx, in, prev, true)

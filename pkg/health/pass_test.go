@@ -563,3 +563,37 @@ func TestPassReusesVerdicts(t *testing.T) {
 	pass(other, newRules, 5*time.Minute)
 	assert.Len(t, reader.reads, 4, "another identity reads for itself")
 }
+
+// contextReader is a memReader that records the ListedAfter of the context
+// of each read.
+type contextReader struct {
+	*memReader
+	listedAfter *[]time.Time
+}
+
+func (r contextReader) Get(ctx context.Context, e convoyv1alpha1.InventoryEntry) (*unstructured.Unstructured, error) {
+	*r.listedAfter = append(*r.listedAfter, cluster.ListedAfter(ctx))
+	return r.memReader.Get(ctx, e)
+}
+
+// A pass that follows an event (Input.ListedAfter) reads through LISTs sent
+// after it; a pass that was only due shares any fresh LIST.
+func TestPassListedAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		listedAfter time.Time
+	}{
+		{name: "only due"},
+		{name: "after a sync", listedAfter: t0.Add(-time.Second)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reader := newMemReader()
+			reader.objects[webKey] = deploymentWith(true)
+			var got []time.Time
+			out := Pass(context.Background(), Input{Release: assessedRelease(nil), Inventory: inventoryOf([]convoyv1alpha1.InventoryEntry{webEntry}),
+				Rules: readyRules(t), Reader: contextReader{memReader: reader, listedAfter: &got}, Now: t0, ListedAfter: tc.listedAfter})
+			assert.Equal(t, convoyv1alpha1.HealthHealthy, entryOf(t, out, webKey).State)
+			assert.Equal(t, []time.Time{tc.listedAfter}, got)
+		})
+	}
+}

@@ -22,8 +22,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 // DefaultInterval is spec.syncPolicy.interval when it is not set.
@@ -44,7 +43,7 @@ type DriftLoop struct {
 	passQueue
 	checker   Checker
 	status    *StatusWriter
-	requester *syncrequest.Requester
+	requester *requests.Requester
 	contests  *contest.Tracker
 }
 
@@ -55,7 +54,7 @@ type DriftLoop struct {
 // request (an annotation), RefreshDelay after it. A sync request and the
 // observer's own status writes start none.
 func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyinformers.ReleaseInventoryInformer,
-	checker Checker, status *StatusWriter, requester *syncrequest.Requester, contests *contest.Tracker) (*DriftLoop, error) {
+	checker Checker, status *StatusWriter, requester *requests.Requester, contests *contest.Tracker) (*DriftLoop, error) {
 	l := &DriftLoop{checker: checker, status: status, requester: requester, contests: contests}
 	l.passQueue = newPassQueue("drift", releases.Lister(), l.pass, releases.Informer().HasSynced, inventories.Informer().HasSynced)
 	l.spots = newSpots(park.DefaultGrace, l.queue.Add)
@@ -63,12 +62,9 @@ func NewDriftLoop(releases convoyinformers.ReleaseInformer, inventories convoyin
 		AddFunc: l.enqueue,
 		UpdateFunc: func(oldObj, newObj any) {
 			old, cur := oldObj.(*convoyv1alpha1.Release), newObj.(*convoyv1alpha1.Release)
-			if refreshRequested(old, cur) {
-				// Requests of the next RefreshDelay make one pass.
-				l.addAfter(cur, RefreshDelay)
-				return
+			if !l.queueRefresh(old, cur) {
+				l.add(cur, driftTrigger(old, cur))
 			}
-			l.add(cur, driftTrigger(old, cur))
 		},
 		DeleteFunc: func(obj any) {
 			if r, ok := releaseOf(obj); ok {
@@ -135,14 +131,14 @@ func renderRefs(inv *convoyv1alpha1.ReleaseInventory) []string {
 // writes nothing. What it found, the InSync condition and status.selfHeal (the contested
 // fields and the backoff of self-heal, after this pass's decision), is
 // written in one apply before the sync request it decided on.
-func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q passOptions) (time.Duration, error) {
 	interval := Interval(release)
-	refresh, refreshing := pendingRefresh(release, l.status.SeenRefresh(release), time.Now())
+	opts := drift.Options{ListedAfter: q.listedAfter, Spot: q.spot}
+	refresh, refreshing := l.refreshOf(release)
 	if refreshing {
-		// The source is resolved again, whatever --source-resolve-max-age.
-		ctx = source.WithFreshAfter(ctx, refresh.at)
+		opts.ResolvedAfter = refresh.at
 	}
-	report, err := l.checker.Check(ctx, release, drift.Options{})
+	report, err := l.checker.Check(ctx, release, opts)
 	if err != nil {
 		return interval, err
 	}
@@ -150,13 +146,12 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 	request := report.Result.Verdict == subresourcesv1alpha1.DiffDrifted && release.Spec.SyncPolicy.Automatic != nil
 	var selfHeal *convoyv1alpha1.SelfHealStatus
 	if l.contests != nil {
-		l.contests.Seed(release.UID, release.Status.SelfHeal)
-		l.observeContests(ctx, release, report, &cond)
-		if request && !l.contests.ShouldRequest(release.UID, interval, report.Objects) {
+		d := l.contests.Decide(contest.Pass{Release: release, Verdict: report.Result.Verdict, Objects: report.Objects, Heal: request, Interval: interval})
+		l.recordContests(ctx, release, d, &cond)
+		if request && !d.Request {
 			klog.FromContext(ctx).V(2).Info("Self-heal backs off: every drifted field is contested")
-			request = false
 		}
-		selfHeal = l.contests.Status(release.UID)
+		request, selfHeal = d.Request, d.Status
 	}
 	passResults.WithLabelValues("drift", string(cond.Status), report.Reason).Inc()
 	if report.Reason == failure.ReasonInternalError {
@@ -169,9 +164,7 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 		status.Resolved = report.Desired.Resolved
 	}
 	if refreshing {
-		status.HandledRefresh, status.SeenRefresh = refresh.record, refresh.value
-		refreshesHandled.Inc()
-		klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", refresh.record)
+		refresh.handled(ctx, &status)
 	}
 	// A status the API server refuses does not keep the pass from its
 	// sync request: the cluster drifted whatever the status says.
@@ -191,27 +184,22 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (
 	return interval, nil
 }
 
-// observeContests records the drift of a pass (a pass without drift lets
-// contests end), records a Warning Event for each field that became
-// contested, and names the contested fields in the InSync message.
-func (l *DriftLoop) observeContests(ctx context.Context, release *convoyv1alpha1.Release, report *drift.Report, cond *metav1.Condition) {
-	var objects []subresourcesv1alpha1.ObjectDiff
-	switch report.Result.Verdict {
-	case subresourcesv1alpha1.DiffDrifted:
-		objects = report.Objects
-	case subresourcesv1alpha1.DiffUndetermined:
-		return // says nothing of the fields
-	}
-	for _, f := range l.contests.Observe(release.UID, objects) {
+// recordContests records what a pass decided of the contested fields (d): a
+// Warning Event for each field that became contested, the gauge of them all,
+// and their names in the InSync message of a pass that found drift.
+func (l *DriftLoop) recordContests(ctx context.Context, release *convoyv1alpha1.Release, d contest.Decision, cond *metav1.Condition) {
+	for _, f := range d.NewlyContested {
 		note := fmt.Sprintf("%s of %s is contested: %s took it back after %d self-heals; self-heal backs off. Remove the field from the render, or let %s own it",
 			f.Path, f.Object.Describe(), f.Owner(), f.Heals, f.Manager)
 		l.status.Warn(release, ReasonFieldContested, "Contest", note)
 		klog.FromContext(ctx).Info("Field contested", "release", klog.KObj(release), "object", f.Object.Describe(), "path", f.Path, "manager", f.Manager)
 	}
-	contestedFields.Set(float64(l.contests.Count()))
-	if fields := l.contests.Contested(release.UID); len(fields) > 0 && cond.Reason == string(subresourcesv1alpha1.DiffDrifted) {
+	if d.Observed {
+		contestedFields.Set(float64(d.Total))
+	}
+	if len(d.Contested) > 0 && cond.Reason == string(subresourcesv1alpha1.DiffDrifted) {
 		var parts []string
-		for _, f := range fields {
+		for _, f := range d.Contested {
 			parts = append(parts, fmt.Sprintf("%s of %s by %s", f.Path, f.Object.Describe(), f.Owner()))
 		}
 		slices.Sort(parts)

@@ -21,7 +21,7 @@ import (
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 // Re-check delays of the health loop while something is not Healthy: 2s,
@@ -53,7 +53,7 @@ type HealthLoop struct {
 	compiler    *health.Compiler
 	writer      *inventory.Writer
 	status      *StatusWriter
-	requester   *syncrequest.Requester
+	requester   *requests.Requester
 	clock       clock.PassiveClock
 	// verdicts, when set, reuses verdicts of unchanged objects, whose
 	// resourceVersions shared LISTs tell.
@@ -68,7 +68,7 @@ type HealthLoop struct {
 // change of a rule set it selects; the informer resync; and the re-check
 // delays.
 func NewHealthLoop(inf HealthInformers, targets cluster.Targets, compiler *health.Compiler, verdicts *health.VerdictCache, writer *inventory.Writer,
-	status *StatusWriter, requester *syncrequest.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
+	status *StatusWriter, requester *requests.Requester, clk clock.PassiveClock) (*HealthLoop, error) {
 	l := &HealthLoop{
 		releases:    inf.Releases.Lister(),
 		inventories: inf.Inventories.Lister(),
@@ -245,7 +245,7 @@ func (l *HealthLoop) nextDelay(key cache.ObjectName, settled bool, interval time
 // pass runs one health pass of release (health.Pass) and writes its
 // outcome: status.entries, then Healthy and healthSummary, then a sync
 // request when the pass found a reason.
-func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q passOptions) (time.Duration, error) {
 	key := cache.MetaObjectToName(release)
 	logger := klog.FromContext(ctx)
 	inv, err := l.inventories.ReleaseInventories(key.Namespace).Get(key.Name)
@@ -256,11 +256,12 @@ func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release) 
 	}
 
 	in := health.Input{
-		Release:   release,
-		Inventory: inv,
-		Reader:    health.NewClusterReader(l.targets, release, l.verdicts != nil),
-		Verdicts:  l.verdicts,
-		Now:       l.clock.Now().Truncate(time.Second),
+		Release:     release,
+		Inventory:   inv,
+		Reader:      health.NewClusterReader(l.targets, release, l.verdicts != nil),
+		Verdicts:    l.verdicts,
+		Now:         l.clock.Now().Truncate(time.Second),
+		ListedAfter: q.listedAfter,
 	}
 	if ha := release.Spec.HealthAssessment; ha != nil {
 		in.Rules, in.RulesErr = l.rules(release.Namespace, ha)

@@ -26,7 +26,7 @@ import (
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/inventory"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 // Config is what the observer's loops run on.
@@ -41,7 +41,7 @@ type Config struct {
 	Verdicts  *health.VerdictCache
 	Checker   *drift.Checker
 	Targets   *cluster.Provider
-	Requester *syncrequest.Requester
+	Requester *requests.Requester
 	// Contests are the settings of the memory of the fields another manager
 	// takes back after each self-heal. Each term of leadership has a memory
 	// of its own, seeded from the Releases' status.selfHeal.

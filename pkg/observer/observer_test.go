@@ -15,7 +15,6 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/fairqueue"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
@@ -63,7 +62,7 @@ func TestPassQueueReadsTheRelease(t *testing.T) {
 	}
 	lister := convoylisters.NewReleaseLister(indexer)
 	var passed, forgotten []string
-	q := newPassQueue("test", lister, func(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+	q := newPassQueue("test", lister, func(ctx context.Context, release *convoyv1alpha1.Release, _ passOptions) (time.Duration, error) {
 		_, hasDeadline := ctx.Deadline()
 		assert.True(t, hasDeadline, "a pass has a timeout")
 		passed = append(passed, release.Name)
@@ -83,7 +82,7 @@ func TestPassQueueReadsTheRelease(t *testing.T) {
 // Release, and the panic is counted.
 func TestPassQueueSurvivesAPanic(t *testing.T) {
 	var passed []string
-	q := newPassQueue("test", listerOf("bad", "good"), func(_ context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+	q := newPassQueue("test", listerOf("bad", "good"), func(_ context.Context, release *convoyv1alpha1.Release, _ passOptions) (time.Duration, error) {
 		if release.Name == "bad" {
 			panic("injected panic")
 		}
@@ -105,11 +104,11 @@ func TestPassQueueSurvivesAPanic(t *testing.T) {
 }
 
 // listedAfterQueue is a queue of the Release shop/web whose passes record
-// the ListedAfter of their context in got.
+// the listedAfter of their options in got.
 func listedAfterQueue(t *testing.T) (q passQueue, got *[]time.Time, release *metav1.ObjectMeta) {
 	got = &[]time.Time{}
-	q = newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
-		*got = append(*got, cluster.ListedAfter(ctx))
+	q = newPassQueue("test", listerOf("web"), func(_ context.Context, _ *convoyv1alpha1.Release, opts passOptions) (time.Duration, error) {
+		*got = append(*got, opts.listedAfter)
 		return 0, nil
 	})
 	t.Cleanup(q.queue.ShutDown)
@@ -137,8 +136,8 @@ func TestPassAfterAnEventWantsANewerList(t *testing.T) {
 // The retry of a failed pass that followed an event still follows it.
 func TestRetryOfAPassAfterAnEventWantsANewerList(t *testing.T) {
 	var got []time.Time
-	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
-		got = append(got, cluster.ListedAfter(ctx))
+	q := newPassQueue("test", listerOf("web"), func(_ context.Context, _ *convoyv1alpha1.Release, opts passOptions) (time.Duration, error) {
+		got = append(got, opts.listedAfter)
 		if len(got) == 1 {
 			return 0, errors.New("the cluster did not answer")
 		}
@@ -164,9 +163,10 @@ func TestParkedPassRunsAgainWhenWoken(t *testing.T) {
 	result := make(chan singleflight.Result, 1)
 	var got []any
 	var listedAfter []time.Time
-	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
-		listedAfter = append(listedAfter, cluster.ListedAfter(ctx))
-		res, err := park.Wait(ctx, "resolve", func() <-chan singleflight.Result { return result })
+	q := newPassQueue("test", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release, opts passOptions) (time.Duration, error) {
+		listedAfter = append(listedAfter, opts.listedAfter)
+		// As drift.Checker.Check puts its Options.Spot.
+		res, err := park.Wait(park.WithSpot(ctx, opts.spot), "resolve", func() <-chan singleflight.Result { return result })
 		if err != nil {
 			return 0, err
 		}
@@ -194,7 +194,8 @@ func TestParkedPassRunsAgainWhenWoken(t *testing.T) {
 	assert.Equal(t, listedAfter[0], listedAfter[1], "the pass after the wake follows the event")
 	assert.Empty(t, q.spots.at, "the Spot goes once its pass ran to its end")
 
-	health := newPassQueue("health", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release) (time.Duration, error) {
+	health := newPassQueue("health", listerOf("web"), func(ctx context.Context, _ *convoyv1alpha1.Release, opts passOptions) (time.Duration, error) {
+		assert.Nil(t, opts.spot, "no Spot to park on")
 		_, err := park.Wait(ctx, "read", func() <-chan singleflight.Result {
 			ch := make(chan singleflight.Result, 1)
 			time.AfterFunc(20*time.Millisecond, func() { ch <- singleflight.Result{} })
@@ -220,7 +221,7 @@ func TestPassQueueTakesTurnsByNamespace(t *testing.T) {
 		require.NoError(t, indexer.Add(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}))
 	}
 	var passed []string
-	q := newPassQueue("test", convoylisters.NewReleaseLister(indexer), func(_ context.Context, release *convoyv1alpha1.Release) (time.Duration, error) {
+	q := newPassQueue("test", convoylisters.NewReleaseLister(indexer), func(_ context.Context, release *convoyv1alpha1.Release, _ passOptions) (time.Duration, error) {
 		passed = append(passed, release.Namespace+"/"+release.Name)
 		return 0, nil
 	})

@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
-	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/fairqueue"
 	convoylisters "github.com/kumodo/convoy-apiserver/pkg/generated/listers/convoy/v1alpha1"
@@ -23,29 +22,11 @@ import (
 )
 
 // passQueue runs passes of Releases from a rate-limited queue: one pass at a
-// time per Release, workers at a time in all. It reads the Release from the
-// informer's lister (a Release that is gone is forgotten, one being deleted
-// skipped), gives the pass a logger with the Release, a timeout and its
-// duration metric, and calls it. A pass returns when the next one is due; a
-// pass that fails is retried with backoff.
-//
-// A pass that follows an event after which the cluster may hold something
-// new (a sync that applied objects, seen in the inventory or lastAttempted;
-// a Release seen first; the informer's resync) reads the live objects
-// through LISTs sent after that event (cluster.WithListedAfter): what the
-// sync applied shows at once, not at the next pass; so does the retry of
-// such a pass that failed. A pass that follows an event that changed only
-// what the pass expects (a new spec, a rule set), or that was only due (its
-// interval, a re-check), shares any fresh LIST (--list-freshness): a burst
-// of spec changes across a fleet costs a LIST per window, not one per
-// change (docs/contributors/performance.md, "Fleet scale").
-//
-// The namespaces take turns for the workers (pkg/fairqueue): one whose
-// passes run on half the workers gets another only when no other
-// namespace below that share has a pass waiting. A pass of the drift loop
-// that would wait for a registry or a repository parks instead (pkg/park):
-// it gives its worker back and runs again when the request ends
-// (docs/contributors/decisions.md, "Fair loops").
+// time per Release, workers at a time in all, the namespaces taking turns
+// (pkg/fairqueue). A pass gets its Release from the lister, a timeout and
+// its options (passOptions: the event it follows, the Spot it parks on); it
+// returns when the next one is due, and one that fails is retried with
+// backoff. The rest, and why: docs/contributors/internals.md, "The queue".
 type passQueue struct {
 	name  string
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -100,7 +81,21 @@ func (d *dueTimes) lateness(now time.Time) time.Duration {
 
 // passFunc runs one pass of release and returns when the next one is due (0:
 // none).
-type passFunc func(ctx context.Context, release *convoyv1alpha1.Release) (time.Duration, error)
+type passFunc func(ctx context.Context, release *convoyv1alpha1.Release, opts passOptions) (time.Duration, error)
+
+// passOptions are what the queue tells a pass beyond its Release: the drift
+// loop's pass hands them to its check (drift.Options), the health loop's to
+// its pass (health.Input).
+type passOptions struct {
+	// listedAfter, when set, is when the event the pass follows was seen:
+	// the cluster may hold something new since (listAgain), so the pass
+	// reads through LISTs sent after it. Zero: the pass shares any fresh
+	// LIST.
+	listedAfter time.Time
+	// spot, when set, is where the pass parks a wait for a registry or a
+	// repository (the drift loop's passes).
+	spot *park.Spot
+}
 
 // passTimeout bounds one pass of either loop.
 const passTimeout = 2 * time.Minute
@@ -138,7 +133,9 @@ func newPassQueue(name string, releases convoylisters.ReleaseLister, pass passFu
 	}
 }
 
-// trigger is how an event enqueues a pass (see passQueue).
+// trigger is how an event enqueues a pass: none, one that shares fresh
+// LISTs, or one that reads through LISTs sent after the event
+// (docs/contributors/internals.md, "Fleet scale").
 type trigger int
 
 const (
@@ -234,7 +231,7 @@ func (q *passQueue) Run(ctx context.Context, workers int) {
 // runPass runs one pass of the Release key; a panic ends that pass as an
 // error (retried with backoff), is logged with its stack and counted, and
 // the worker goes on with the next Release.
-func (q *passQueue) runPass(ctx context.Context, key cache.ObjectName) (next time.Duration, err error) {
+func (q *passQueue) runPass(ctx context.Context, key cache.ObjectName, opts passOptions) (next time.Duration, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			panics.WithLabelValues(q.name).Inc()
@@ -254,15 +251,13 @@ func (q *passQueue) runPass(ctx context.Context, key cache.ObjectName) (next tim
 	if release.DeletionTimestamp != nil {
 		return 0, nil
 	}
-	if spot := q.spots.take(key); spot != nil {
-		ctx = park.WithSpot(ctx, spot)
-	}
+	opts.spot = q.spots.take(key)
 	logger := klog.FromContext(ctx).WithValues("release", klog.KObj(release))
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logger), q.timeout)
 	defer cancel()
 	start := time.Now()
 	defer func() { passDuration.WithLabelValues(q.name).Observe(time.Since(start).Seconds()) }()
-	return q.pass(ctx, release)
+	return q.pass(ctx, release, opts)
 }
 
 func (q *passQueue) processNext(ctx context.Context) bool {
@@ -274,11 +269,12 @@ func (q *passQueue) processNext(ctx context.Context) bool {
 	defer q.fair.Done(key) // its namespace runs one pass fewer
 
 	q.due.clear(key)
+	var opts passOptions
 	event, followsEvent := q.takeEvent(key)
 	if followsEvent {
-		ctx = cluster.WithListedAfter(ctx, event)
+		opts.listedAfter = event
 	}
-	next, err := q.runPass(ctx, key)
+	next, err := q.runPass(ctx, key, opts)
 	if errors.Is(err, park.ErrParked) {
 		// Its wake adds it again when the request ends; that pass still
 		// follows the event.

@@ -1,10 +1,20 @@
 package observer
 
 import (
+	"context"
 	"time"
+
+	"k8s.io/klog/v2"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
+
+// The drift loop's handling of a refresh request (POST releases/NAME/refresh,
+// recorded by pkg/requests as the annotation
+// convoy.kumodo.io/refresh-requested-at): a pass RefreshDelay after it that
+// resolves the source again, whatever --source-resolve-max-age
+// (drift.Options.ResolvedAfter), and records it handled in
+// status.lastHandledRefreshAt (docs/contributors/internals.md, "Refresh").
 
 // RefreshDelay is how long after a refresh request its pass runs: the
 // requests that come meanwhile (a script that refreshes a fleet, a user
@@ -12,11 +22,47 @@ import (
 // source.
 const RefreshDelay = time.Second
 
+// queueRefresh adds the pass of cur RefreshDelay after a new refresh
+// request (see refreshRequested), so that the requests of that delay make
+// one pass, and reports whether there was one. The pass follows no event
+// of the cluster: it shares fresh LISTs.
+func (l *DriftLoop) queueRefresh(old, cur *convoyv1alpha1.Release) bool {
+	if !refreshRequested(old, cur) {
+		return false
+	}
+	l.addAfter(cur, RefreshDelay)
+	return true
+}
+
 // refreshRequested tells a new refresh request: the annotation
 // convoy.kumodo.io/refresh-requested-at changed.
 func refreshRequested(old, cur *convoyv1alpha1.Release) bool {
 	v, ok := cur.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
 	return ok && v != old.Annotations[convoyv1alpha1.AnnotationRefreshRequestedAt]
+}
+
+// refreshOf is the refresh request a pass of release handles now (false:
+// none): pendingRefresh, after the one this replica handled last.
+func (l *DriftLoop) refreshOf(release *convoyv1alpha1.Release) (refreshRequest, bool) {
+	return pendingRefresh(release, l.status.SeenRefresh(release), time.Now())
+}
+
+// handled records in status that a pass whose check ran handled r: written
+// as status.lastHandledRefreshAt, and kept by this replica as the value it
+// handled.
+func (r refreshRequest) handled(ctx context.Context, status *DriftStatus) {
+	status.HandledRefresh, status.SeenRefresh = r.record, r.value
+	refreshesHandled.Inc()
+	klog.FromContext(ctx).V(2).Info("Handled a refresh request", "requestedAt", r.record)
+}
+
+// SeenRefresh is the value of the refresh annotation of release that a
+// drift pass of this replica handled last ("" if none).
+func (w *StatusWriter) SeenRefresh(release *convoyv1alpha1.Release) string {
+	p := w.part(release)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seenRefresh
 }
 
 // refreshRequest is a refresh request a drift pass handles.

@@ -90,15 +90,6 @@ func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
 	return p
 }
 
-// SeenRefresh is the value of the refresh annotation of release that a
-// drift pass of this replica handled last ("" if none).
-func (w *StatusWriter) SeenRefresh(release *convoyv1alpha1.Release) string {
-	p := w.part(release)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.seenRefresh
-}
-
 // Forget drops what the writer keeps of a Release that is gone.
 func (w *StatusWriter) Forget(uid types.UID) {
 	w.mu.Lock()

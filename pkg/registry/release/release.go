@@ -2,7 +2,8 @@
 // subresources.convoy.kumodo.io: the stub releases parent and its
 // subresources. The engines behind them live in plain packages that the
 // observer's loops share: /diff and /preview talk to pkg/drift only, /health
-// reads through pkg/inventory, /sync records through pkg/syncrequest.
+// reads through pkg/inventory, /sync and /refresh record through
+// pkg/requests.
 package release
 
 import (
@@ -21,7 +22,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 // Engines are what the REST storage serves from: the same engines the
@@ -31,7 +32,7 @@ type Engines struct {
 	Inventories convoyclient.ReleaseInventoriesGetter
 	Checker     *drift.Checker
 	Redactor    *redact.Redactor
-	Requester   *syncrequest.Requester
+	Requester   *requests.Requester
 }
 
 // Storage is the REST storage of the group's only version, keyed by resource

@@ -18,14 +18,14 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/fake"
-	"github.com/kumodo/convoy-apiserver/pkg/syncrequest"
+	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
 func TestSyncCreate(t *testing.T) {
 	now := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	newStorage := func() *RequestREST {
 		client := fake.NewClientset(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}})
-		return NewSyncREST(syncrequest.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
+		return NewSyncREST(requests.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
 	}
 	alice := &user.DefaultInfo{Name: "alice"}
 	inShop := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "shop"), alice)
@@ -77,7 +77,7 @@ func TestSyncCreate(t *testing.T) {
 func TestRefreshCreate(t *testing.T) {
 	now := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
 	client := fake.NewClientset(&convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}})
-	storage := NewRefreshREST(syncrequest.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
+	storage := NewRefreshREST(requests.NewRequester(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clocktesting.NewFakePassiveClock(now)))
 	ctx := genericapirequest.WithUser(genericapirequest.WithNamespace(context.Background(), "shop"), &user.DefaultInfo{Name: "alice"})
 	assert.IsType(t, &subresourcesv1alpha1.ReleaseRefresh{}, storage.New())
 
@@ -99,7 +99,7 @@ func TestRefreshCreate(t *testing.T) {
 }
 
 func TestUnknownReleaseNamesTheAggregatedResource(t *testing.T) {
-	storage := NewSyncREST(syncrequest.NewRequester(fake.NewClientset().ConvoyV1alpha1(), events.NewFakeRecorder(1), clocktesting.NewFakePassiveClock(time.Now())))
+	storage := NewSyncREST(requests.NewRequester(fake.NewClientset().ConvoyV1alpha1(), events.NewFakeRecorder(1), clocktesting.NewFakePassiveClock(time.Now())))
 	ctx := genericapirequest.WithNamespace(context.Background(), "shop")
 	_, err := storage.Create(ctx, "nope", &subresourcesv1alpha1.ReleaseSync{}, nil, &metav1.CreateOptions{})
 	var status apierrors.APIStatus

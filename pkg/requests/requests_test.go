@@ -1,4 +1,4 @@
-package syncrequest
+package requests
 
 import (
 	"context"
@@ -122,5 +122,5 @@ func TestRefreshJoinsWithinASecond(t *testing.T) {
 		_, err := r.Refresh(ctx, "shop", name, "bob")
 		require.NoError(t, err)
 	}
-	assert.LessOrEqual(t, len(r.recorded), 2*100+64, "about the requests of the last second")
+	assert.LessOrEqual(t, len(r.refreshes.recorded), 2*100+64, "about the requests of the last second")
 }

@@ -1,4 +1,4 @@
-package drift
+package contest
 
 import (
 	"slices"
@@ -7,18 +7,18 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 )
 
-// withContested returns objects with the contested fields of each, from
-// status: the Release's status.selfHeal as the leader's last drift pass
-// wrote it, so that a check on any replica carries the same ones. The
-// slice is copied when a field is added: its objects may be the compare
-// cache's.
-func withContested(objects []subresourcesv1alpha1.ObjectDiff, status *convoyv1alpha1.SelfHealStatus) []subresourcesv1alpha1.ObjectDiff {
+// Mark returns objects with the contested fields of each
+// (ObjectDiff.Contested), from status: the Release's status.selfHeal as the
+// leader's last drift pass wrote it (Decision.Status), so that a check on
+// any replica carries the same ones. The slice is copied when a field is
+// added: its objects may be the compare cache's.
+func Mark(objects []subresourcesv1alpha1.ObjectDiff, status *convoyv1alpha1.SelfHealStatus) []subresourcesv1alpha1.ObjectDiff {
 	if status == nil || len(status.Contested) == 0 {
 		return objects
 	}
 	index := make(map[convoyv1alpha1.ObjectKey]int, len(objects))
 	for i, o := range objects {
-		index[convoyv1alpha1.ObjectKey{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}] = i
+		index[o.Key()] = i
 	}
 	copied := false
 	for _, f := range status.Contested {
