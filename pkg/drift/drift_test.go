@@ -31,6 +31,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // fakeTargets gives an Access whose Home answers every read of a ConfigMap
@@ -119,7 +120,7 @@ func TestCheckFailuresBeforeTheCompare(t *testing.T) {
 		{name: "a new reason of class OverLimit under the render", inputErr: failure.New(testOverLimit, nil, "too big"),
 			wantReason: testOverLimit, wantMessage: []string{"too big"}},
 		{name: "inputs unavailable otherwise", inputErr: apierrors.NewServiceUnavailable("etcd is down"),
-			wantReason: source.ReasonInputUnavailable, wantMessage: []string{"etcd is down"}},
+			wantReason: sourcefailure.ReasonInputUnavailable, wantMessage: []string{"etcd is down"}},
 		{name: "stored render asked for and missing", ref: "0123456789abcdef", wantErr: render.ErrNotStored},
 		{name: "an access error that names no reason: a bug of the Targets", targetErr: errors.New("the Cluster could not be read"),
 			wantReason: failure.ReasonInternalError, wantMessage: []string{"the Cluster could not be read"}},
@@ -268,6 +269,6 @@ func TestCheckWhoseFetchParks(t *testing.T) {
 	report, err = c.Check(context.Background(), release, Options{})
 	require.NoError(t, err)
 	assert.Equal(t, subresourcesv1alpha1.DiffUndetermined, report.Result.Verdict)
-	assert.Equal(t, source.ReasonFetchTimeout, report.Reason)
+	assert.Equal(t, sourcefailure.ReasonFetchTimeout, report.Reason)
 	require.NoError(t, silent.Close())
 }

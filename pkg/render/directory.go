@@ -21,6 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // ReasonPathNotFound is a path that names no directory of the source.
@@ -103,7 +104,7 @@ func (r *Renderer) renderDirectory(ctx context.Context, release *convoyv1alpha1.
 		}
 	}
 	if len(manifests) == 0 {
-		return nil, failure.New(source.ReasonArtifactUnsupported, nil, "%s holds no kustomization, no %s and no file ending .yaml, .yml or .json", where, chartFile)
+		return nil, failure.New(sourcefailure.ReasonArtifactUnsupported, nil, "%s holds no kustomization, no %s and no file ending .yaml, .yml or .json", where, chartFile)
 	}
 	return renderManifests(manifests)
 }

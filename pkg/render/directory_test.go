@@ -21,6 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 const bundleWhere = "oci://registry.example/app:v1@sha256:0"
@@ -100,7 +101,7 @@ func TestRenderDirectoryErrors(t *testing.T) {
 	assert.Equal(t, bundleWhere+" holds no directory apps/api", rerr.Message)
 	// A file is not a directory.
 	dirErr(t, r, dirSource(map[string]string{"apps/web/a.yaml": "kind: X"}, "apps/web/a.yaml"), ReasonPathNotFound)
-	rerr = dirErr(t, r, dirSource(map[string]string{"docs/README.md": "# hello"}, "docs"), source.ReasonArtifactUnsupported)
+	rerr = dirErr(t, r, dirSource(map[string]string{"docs/README.md": "# hello"}, "docs"), sourcefailure.ReasonArtifactUnsupported)
 	assert.Equal(t, bundleWhere+" path docs holds no kustomization, no Chart.yaml and no file ending .yaml, .yml or .json", rerr.Message)
 }
 

@@ -18,7 +18,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 func TestRenderErrors(t *testing.T) {
@@ -41,7 +41,7 @@ func TestRenderErrors(t *testing.T) {
 		{
 			name:    "source ConfigMap missing",
 			release: release("src"),
-			reason:  source.ReasonSourceNotFound,
+			reason:  sourcefailure.ReasonSourceNotFound,
 			message: []string{"source ConfigMap demo/src not found"},
 		},
 		{
@@ -65,7 +65,7 @@ func TestRenderErrors(t *testing.T) {
 		{
 			name:    "no source",
 			release: release("", func(s *convoyv1alpha1.ReleaseSpec) { s.Source = convoyv1alpha1.ReleaseSource{} }),
-			reason:  source.ReasonSourceInvalid,
+			reason:  sourcefailure.ReasonSourceInvalid,
 			message: []string{"spec.source sets no source kind"},
 		},
 		{
@@ -73,7 +73,7 @@ func TestRenderErrors(t *testing.T) {
 			release: release("src", func(s *convoyv1alpha1.ReleaseSpec) {
 				s.Source.OCIRepository = &convoyv1alpha1.OCIRepositorySource{URL: "oci://192.0.2.1/x"}
 			}),
-			reason:  source.ReasonSourceInvalid,
+			reason:  sourcefailure.ReasonSourceInvalid,
 			message: []string{"more than one source kind: configMap, ociRepository"},
 		},
 		{
@@ -82,7 +82,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{configMap("src", map[string]string{"README.md": "hi"})}
 			},
 			release: release("src"),
-			reason:  source.ReasonSourceInvalid,
+			reason:  sourcefailure.ReasonSourceInvalid,
 			message: []string{"source ConfigMap demo/src holds neither binaryData chart.tgz, nor a kustomization, nor a data key ending .yaml, .yml or .json"},
 		},
 		{
@@ -91,7 +91,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{configMap("src", map[string]string{"a.yaml": deploy})}
 			},
 			release: release("forbidden"),
-			reason:  source.ReasonInputForbidden,
+			reason:  sourcefailure.ReasonInputForbidden,
 			message: []string{"source ConfigMap demo/forbidden may not be read", "forbidden"},
 		},
 		{
@@ -119,7 +119,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{chartConfigMap("src", chart(t))}
 			},
 			release: release("src", valuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "forbidden", Optional: true})),
-			reason:  source.ReasonInputForbidden,
+			reason:  sourcefailure.ReasonInputForbidden,
 			message: []string{"valuesFrom 0: Secret demo/forbidden may not be read"},
 		},
 		{
@@ -230,7 +230,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{chartConfigMap("src", tgz)}
 			},
 			release: release("src"),
-			reason:  source.ReasonArtifactTooLarge,
+			reason:  sourcefailure.ReasonArtifactTooLarge,
 			message: []string{"ConfigMap demo/src binaryData chart.tgz: the chart inflated is larger than the limit", "its file mychart/templates/big.yaml claims 1099511627776 bytes"},
 		},
 		{
@@ -241,7 +241,7 @@ func TestRenderErrors(t *testing.T) {
 				return []runtime.Object{chartConfigMap("src", tgz)}
 			},
 			release: release("src"),
-			reason:  source.ReasonArtifactUnsupported,
+			reason:  sourcefailure.ReasonArtifactUnsupported,
 			message: []string{"ConfigMap demo/src binaryData chart.tgz: file mychart/templates/x.yaml of the chart is a sparse file, which is not supported"},
 		},
 		{
@@ -357,7 +357,7 @@ func TestScoperErrors(t *testing.T) {
 
 	// Any other failure fails the render.
 	r := newRendererOn(fake.NewClientset(cm), failingScoper{err: errors.New("discovery down")})
-	rerr := renderErr(t, r, release("src"), source.ReasonInputUnavailable)
+	rerr := renderErr(t, r, release("src"), sourcefailure.ReasonInputUnavailable)
 	assert.Contains(t, rerr.Message, "scope of v1 ConfigMap: discovery down")
 }
 
@@ -365,7 +365,7 @@ func TestRenderNilRelease(t *testing.T) {
 	_, err := newTestRenderer().Render(context.Background(), nil)
 	var rerr *failure.Error
 	require.ErrorAs(t, err, &rerr)
-	assert.Equal(t, source.ReasonSourceInvalid, rerr.Reason)
+	assert.Equal(t, sourcefailure.ReasonSourceInvalid, rerr.Reason)
 }
 
 // metaNoMatch is a NoKindMatchError as a RESTMapper returns it.

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // defaultNamespaces gives namespaced objects that name no namespace the
@@ -31,7 +31,7 @@ func (r *Renderer) defaultNamespaces(objs []*unstructured.Unstructured, target s
 			switch {
 			case meta.IsNoMatchError(err):
 			case err != nil:
-				return source.Unavailable(err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
+				return sourcefailure.Unavailable(err, "scope of %s %s", gvk.GroupVersion(), gvk.Kind)
 			default:
 				known = true
 				scopes[gvk.GroupKind()] = namespaced

@@ -15,6 +15,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // Scoper tells whether a kind is namespaced on the target cluster. For a kind
@@ -57,7 +58,7 @@ type Renderer struct {
 // with the limit's reason.
 func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) (*Render, error) {
 	if release == nil {
-		return nil, failure.New(source.ReasonSourceInvalid, nil, "no Release to render")
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "no Release to render")
 	}
 	src, err := r.engine.sources.Fetch(ctx, release, r.inputs)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/bounded"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/jsonobjects"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 const (
@@ -89,9 +89,9 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("render %s of release %s/%s: %w", ref, namespace, release, ErrNotStored)
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(source.ReasonInputForbidden, err, "render %s in %s may not be read", ref, secret.Describe())
+		return nil, failure.New(sourcefailure.ReasonInputForbidden, err, "render %s in %s may not be read", ref, secret.Describe())
 	case err != nil:
-		return nil, source.Unavailable(err, "render %s in %s could not be read", ref, secret.Describe())
+		return nil, sourcefailure.Unavailable(err, "render %s in %s could not be read", ref, secret.Describe())
 	}
 	if got.Type != SecretType {
 		return nil, failure.New(ReasonStoredRenderInvalid, nil, "%s has type %q, not %q", secret.Describe(), got.Type, SecretType)
@@ -99,7 +99,7 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 	select {
 	case s.decodes <- struct{}{}:
 	case <-ctx.Done():
-		return nil, source.Unavailable(context.Cause(ctx), "render %s in %s: the request ended while it waited for one of the %d stored renders decoded now",
+		return nil, sourcefailure.Unavailable(context.Cause(ctx), "render %s in %s: the request ended while it waited for one of the %d stored renders decoded now",
 			ref, secret.Describe(), cap(s.decodes))
 	}
 	objects, err := decode(got.Data[SecretKey], s.limits)

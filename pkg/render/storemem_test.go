@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // bombRender is a stored render of one ConfigMap whose one value is a
@@ -169,7 +169,7 @@ func TestStoreDecodesWait(t *testing.T) {
 	// request ends.
 	cancel()
 	err = <-done
-	assert.Equal(t, source.ReasonInputUnavailable, failure.ReasonOf(err), "%v", err)
+	assert.Equal(t, sourcefailure.ReasonInputUnavailable, failure.ReasonOf(err), "%v", err)
 	assert.ErrorContains(t, err, "waited for one of the 2 stored renders decoded now")
 
 	<-engine.decodes

@@ -11,7 +11,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // defaultValuesKey is the key of a valuesFrom entry that names none.
@@ -116,9 +116,9 @@ func (r *Renderer) valuesData(ctx context.Context, namespace string, i int, ref 
 		}
 		return nil, failure.Quiet(ReasonValuesNotFound, err, "%s not found", what)
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(source.ReasonInputForbidden, err, "%s may not be read", what)
+		return nil, failure.New(sourcefailure.ReasonInputForbidden, err, "%s may not be read", what)
 	case err != nil:
-		return nil, source.Unavailable(err, "%s could not be read", what)
+		return nil, sourcefailure.Unavailable(err, "%s could not be read", what)
 	case !found:
 		if ref.Optional {
 			return nil, nil

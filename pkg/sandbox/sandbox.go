@@ -28,7 +28,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/jsonobjects"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/truncate"
 )
 
@@ -233,7 +233,7 @@ func (s *Sandbox) stopped(ctx context.Context, what string) *failure.Error {
 	if errors.Is(context.Cause(ctx), render.ErrTimeout) {
 		return failure.New(render.ReasonRenderTimeout, nil, "%s took longer than the render timeout (--render-timeout) and was stopped", what)
 	}
-	return failure.New(source.ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
+	return failure.New(sourcefailure.ReasonInputUnavailable, context.Cause(ctx), "%s was stopped", what)
 }
 
 // decodeResponse turns what a child wrote into objects or its error,

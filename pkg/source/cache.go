@@ -10,6 +10,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/flight"
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // shared runs fn once for the callers that ask for the same key at the same
@@ -38,15 +39,15 @@ func (f *Fetcher) shared(ctx context.Context, namespace, key string, fn func(con
 	case errors.Is(err, park.ErrParked):
 		return nil, err
 	case errors.As(err, &slotErr) && slotErr.Namespace != "":
-		return nil, failure.New(ReasonFetchTimeout, slotErr.Err,
+		return nil, failure.New(sourcefailure.ReasonFetchTimeout, slotErr.Err,
 			"waiting for one of the fetches of namespace %s running now (--max-concurrent-fetches-per-namespace)", slotErr.Namespace)
 	case errors.As(err, &slotErr):
-		return nil, failure.New(ReasonFetchTimeout, slotErr.Err, "waiting for one of the fetches running now (--max-concurrent-fetches)")
+		return nil, failure.New(sourcefailure.ReasonFetchTimeout, slotErr.Err, "waiting for one of the fetches running now (--max-concurrent-fetches)")
 	case errors.As(err, &waitErr):
-		return nil, failure.New(ReasonFetchTimeout, waitErr.Err, "waiting for the request to the registry or repository")
+		return nil, failure.New(sourcefailure.ReasonFetchTimeout, waitErr.Err, "waiting for the request to the registry or repository")
 	case errors.Is(err, errFetchTimeout):
 		// It waited for another namespace's request until its own timeout.
-		return nil, failure.New(ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
+		return nil, failure.New(sourcefailure.ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
 	}
 	return v, err
 }

@@ -18,24 +18,11 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // KindGitRepository is the kind of a ResolvedSource of a Git repository.
 const KindGitRepository = "GitRepository"
-
-// Reasons of Git sources beside the sources' own.
-var (
-	ReasonGitHostKeyRefused = failure.Declare(failure.Reason{
-		Name: "GitHostKeyRefused", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
-		Means:  "the SSH server presented a host key that the known_hosts of the Release's secretRef does not list for its host (or revokes): the server may be impersonated",
-		Action: "check the server's host key out of band, then correct known_hosts in the Secret",
-	})
-	ReasonGitRefsTooMany = failure.Declare(failure.Reason{
-		Name: "GitRefsTooMany", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
-		Means:  "the repository advertises more refs than --max-git-refs",
-		Action: "raise --max-git-refs, or serve the manifests from a repository with fewer refs",
-	})
-)
 
 // gitResolution is a Git source resolved to a commit.
 type gitResolution struct {
@@ -57,7 +44,7 @@ type gitResolution struct {
 func checkGitURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || strings.Trim(u.Path, "/") == "" {
-		return nil, failure.New(ReasonSourceInvalid, nil, "%s is not a URL of a Git repository (https://HOST/PATH or ssh://HOST/PATH)", redactURL(raw))
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s is not a URL of a Git repository (https://HOST/PATH or ssh://HOST/PATH)", redactURL(raw))
 	}
 	switch u.Scheme {
 	case "https", "http":
@@ -66,10 +53,10 @@ func checkGitURL(raw string) (*url.URL, error) {
 		}
 	case "ssh":
 		if _, has := u.User.Password(); has {
-			return nil, failure.New(ReasonSourceInvalid, nil, "%s: the URL must not hold a password: use secretRef", redactURL(raw))
+			return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: the URL must not hold a password: use secretRef", redactURL(raw))
 		}
 	default:
-		return nil, failure.New(ReasonSourceInvalid, nil, "%s: a Git source is https:// or ssh:// (the scheme %q is not supported)", redactURL(raw), u.Scheme)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: a Git source is https:// or ssh:// (the scheme %q is not supported)", redactURL(raw), u.Scheme)
 	}
 	return u, nil
 }
@@ -103,13 +90,13 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 	switch {
 	case ref.Commit != "":
 		if !git.IsHash(ref.Commit) {
-			return nil, failure.New(ReasonSourceInvalid, nil, "%s: commit %q is not a full commit hash (40 hex digits)", src.URL, ref.Commit)
+			return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: commit %q is not a full commit hash (40 hex digits)", src.URL, ref.Commit)
 		}
 		r.commit = strings.ToLower(ref.Commit)
 		if ref.Branch != "" {
 			r.ref = git.BranchRef(ref.Branch)
 			if _, ok := refs[r.ref]; !ok {
-				return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no branch %s to fetch commit %s from", src.URL, ref.Branch, r.commit)
+				return nil, failure.New(sourcefailure.ReasonArtifactNotFound, nil, "%s: no branch %s to fetch commit %s from", src.URL, ref.Branch, r.commit)
 			}
 		}
 		r.tip = r.ref != "" && refs[r.ref] == r.commit
@@ -122,12 +109,12 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 			return nil, err
 		}
 	default:
-		return nil, failure.New(ReasonSourceInvalid, nil, "%s: ref names no branch, tag, semver or commit", src.URL)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: ref names no branch, tag, semver or commit", src.URL)
 	}
 	if r.commit == "" {
 		c, ok := refs[r.ref]
 		if !ok {
-			return nil, failure.New(ReasonArtifactNotFound, nil, "%s: no ref %s", src.URL, r.ref)
+			return nil, failure.New(sourcefailure.ReasonArtifactNotFound, nil, "%s: no ref %s", src.URL, r.ref)
 		}
 		r.commit, r.tip = c, true
 	}
@@ -141,7 +128,7 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 func pickTag(repo, want string, refs git.Refs) (string, error) {
 	c, err := semver.NewConstraint(want)
 	if err != nil {
-		return "", failure.New(ReasonSourceInvalid, err, "%s: semver %q is not a version range", repo, want)
+		return "", failure.New(sourcefailure.ReasonSourceInvalid, err, "%s: semver %q is not a version range", repo, want)
 	}
 	var best *semver.Version
 	bestRef := ""
@@ -159,7 +146,7 @@ func pickTag(repo, want string, refs git.Refs) (string, error) {
 		}
 	}
 	if best == nil {
-		return "", failure.New(ReasonArtifactNotFound, nil, "%s: no tag meets semver %q", repo, want)
+		return "", failure.New(sourcefailure.ReasonArtifactNotFound, nil, "%s: no tag meets semver %q", repo, want)
 	}
 	return bestRef, nil
 }
@@ -262,10 +249,10 @@ func selectGitFiles(where string, files []File, dir string, limit int64) ([]File
 			continue
 		}
 		if len(out) == archive.MaxBundleFiles {
-			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: path %s holds more than %d files", where, dir, archive.MaxBundleFiles)
+			return nil, nil, failure.New(sourcefailure.ReasonArtifactTooLarge, nil, "%s: path %s holds more than %d files", where, dir, archive.MaxBundleFiles)
 		}
 		if int64(len(file.Data)) > left {
-			return nil, nil, failure.New(ReasonArtifactTooLarge, nil, "%s: the files of path %s are larger than the limit of %d bytes (--max-artifact-bytes): file %s is %d bytes, %d are left",
+			return nil, nil, failure.New(sourcefailure.ReasonArtifactTooLarge, nil, "%s: the files of path %s are larger than the limit of %d bytes (--max-artifact-bytes): file %s is %d bytes, %d are left",
 				where, dir, limit, file.Name, len(file.Data), left)
 		}
 		left -= int64(len(file.Data))
@@ -297,7 +284,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, r *gitResolution, where string) 
 		return nil, failure.Quiet(gitReasons[gerr.Kind], err, "%s: %s", where, gerr.Message)
 	case r.ref == "" && egress.NetworkFailure(err) == "" && !isFailure(err):
 		// Git says "not our ref" in its own words only.
-		return nil, failure.New(ReasonArtifactNotFound, err, "%s: the server did not send commit %s asked for by its hash (it must be reachable, and the server must allow it: uploadpack.allowReachableSHA1InWant; or name the branch to fetch it from)", where, r.commit)
+		return nil, failure.New(sourcefailure.ReasonArtifactNotFound, err, "%s: the server did not send commit %s asked for by its hash (it must be reachable, and the server must allow it: uploadpack.allowReachableSHA1InWant; or name the branch to fetch it from)", where, r.commit)
 	default:
 		return nil, gitFailure(where+": fetching the commit", err)
 	}
@@ -330,28 +317,28 @@ func gitFailure(what string, err error) error {
 		return failure.Quiet(gitReasons[gerr.Kind], err, "%s: %s", what, gerr.Message)
 	}
 	if hk, ok := errors.AsType[*git.HostKeyError](err); ok {
-		return failure.New(ReasonGitHostKeyRefused, err, "%s: %s", what, hk.Error())
+		return failure.New(sourcefailure.ReasonGitHostKeyRefused, err, "%s: %s", what, hk.Error())
 	}
 	switch {
 	case errors.Is(err, git.ErrRepositoryNotFound):
-		return failure.New(ReasonArtifactNotFound, err, "%s: the repository was not found", what)
+		return failure.New(sourcefailure.ReasonArtifactNotFound, err, "%s: the repository was not found", what)
 	case errors.Is(err, git.ErrAuthenticationRequired), errors.Is(err, git.ErrAuthorizationFailed), errors.Is(err, git.ErrInvalidAuthMethod):
-		return failure.New(ReasonSourceUnauthorized, err, "%s: the server refused the credentials", what)
+		return failure.New(sourcefailure.ReasonSourceUnauthorized, err, "%s: the server refused the credentials", what)
 	case errors.Is(err, git.ErrEmptyRemoteRepository):
-		return failure.New(ReasonArtifactNotFound, err, "%s: the repository is empty", what)
+		return failure.New(sourcefailure.ReasonArtifactNotFound, err, "%s: the repository is empty", what)
 	}
 	if netFail := egress.NetworkFailure(err); netFail != "" {
-		return failure.New(ReasonSourceUnreachable, err, "%s: the server is unreachable (%s)", what, netFail)
+		return failure.New(sourcefailure.ReasonSourceUnreachable, err, "%s: the server is unreachable (%s)", what, netFail)
 	}
-	return failure.New(ReasonSourceUnreachable, err, "%s: %v", what, err)
+	return failure.New(sourcefailure.ReasonSourceUnreachable, err, "%s: %v", what, err)
 }
 
 // gitReasons are the reasons of the Git client's own failures.
 var gitReasons = map[git.Kind]string{
-	git.KindTooManyRefs:       ReasonGitRefsTooMany,
-	git.KindTooLarge:          ReasonArtifactTooLarge,
+	git.KindTooManyRefs:       sourcefailure.ReasonGitRefsTooMany,
+	git.KindTooLarge:          sourcefailure.ReasonArtifactTooLarge,
 	git.KindKnownHostsInvalid: credentials.ReasonCredentialsInvalid,
-	git.KindRedirected:        ReasonSourceInvalid,
-	git.KindNotFound:          ReasonArtifactNotFound,
-	git.KindUnsupported:       ReasonArtifactUnsupported,
+	git.KindRedirected:        sourcefailure.ReasonSourceInvalid,
+	git.KindNotFound:          sourcefailure.ReasonArtifactNotFound,
+	git.KindUnsupported:       sourcefailure.ReasonArtifactUnsupported,
 }

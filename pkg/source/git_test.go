@@ -25,6 +25,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // gitRelease is a Release of shop whose source is a Git repository.
@@ -155,7 +156,7 @@ func TestGitRefs(t *testing.T) {
 			// A commit by its hash alone: refused by a server that does not let
 			// one ask for it, served by one that does.
 			f0, _ := newFetcher(t)
-			ferr := fetchErr(t, f0, source(convoyv1alpha1.GitReference{Commit: v12}, ""), tr.inputs(), ReasonArtifactNotFound)
+			ferr := fetchErr(t, f0, source(convoyv1alpha1.GitReference{Commit: v12}, ""), tr.inputs(), sourcefailure.ReasonArtifactNotFound)
 			assert.Contains(t, ferr.Message, "uploadpack.allowReachableSHA1InWant")
 			require.NoError(t, g.repo.SetConfig("uploadpack.allowReachableSHA1InWant", "true"))
 			f, _ := newFetcher(t)
@@ -166,9 +167,9 @@ func TestGitRefs(t *testing.T) {
 
 			f, _ = newFetcher(t)
 			for _, ref := range []convoyv1alpha1.GitReference{{Branch: "nope"}, {Tag: "v9"}, {SemVer: ">=3.0.0"}} {
-				fetchErr(t, f, source(ref, ""), tr.inputs(), ReasonArtifactNotFound)
+				fetchErr(t, f, source(ref, ""), tr.inputs(), sourcefailure.ReasonArtifactNotFound)
 			}
-			fetchErr(t, f, source(convoyv1alpha1.GitReference{SemVer: "not a range"}, ""), tr.inputs(), ReasonSourceInvalid)
+			fetchErr(t, f, source(convoyv1alpha1.GitReference{SemVer: "not a range"}, ""), tr.inputs(), sourcefailure.ReasonSourceInvalid)
 		})
 	}
 }
@@ -227,9 +228,9 @@ func TestGitCredentials(t *testing.T) {
 	_, err := f.Fetch(context.Background(), gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref,
 		SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "creds"}}), inputsOf(creds))
 	require.NoError(t, err)
-	ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref}), inputsOf(), ReasonSourceUnauthorized)
+	ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref}), inputsOf(), sourcefailure.ReasonSourceUnauthorized)
 	assert.Contains(t, ferr.Message, g.url+": listing the refs")
-	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref, SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "wrong"}}), inputsOf(wrong), ReasonSourceUnauthorized)
+	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: ref, SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "wrong"}}), inputsOf(wrong), sourcefailure.ReasonSourceUnauthorized)
 	for _, r := range g.server.Requests() {
 		assert.NotContains(t, r.Path, "pw")
 	}
@@ -263,30 +264,30 @@ func TestGitHostile(t *testing.T) {
 		assert.NotContains(t, string(file.Data), "root:", file.Name)
 		assert.NotEqual(t, "apps/web/passwd.yaml", file.Name)
 	}
-	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "../x"}), inputsOf(), ReasonSourceInvalid)
+	fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "../x"}), inputsOf(), sourcefailure.ReasonSourceInvalid)
 
 	// A file too large under the path fails; elsewhere it is left out.
 	small, _ := newFetcher(t, func(o *Options) { o.MaxArtifactBytes = 100 << 10 })
-	ferr = fetchErr(t, small, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "big"}), inputsOf(), ReasonArtifactTooLarge)
+	ferr = fetchErr(t, small, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "big"}), inputsOf(), sourcefailure.ReasonArtifactTooLarge)
 	assert.Contains(t, ferr.Message, "file big/blob.yaml is 204800 bytes")
 	src, err = small.Fetch(ctx, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main, Path: "apps/api"}), inputsOf())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"big/blob.yaml"}, src.Omitted)
 	assert.Equal(t, []string{"apps/api/cm.yaml", "apps/web/cm.yaml"}, fileNames(src))
 	tiny, _ := newFetcher(t, func(o *Options) { o.MaxGitBytes = 50 << 10 })
-	ferr = fetchErr(t, tiny, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonArtifactTooLarge)
+	ferr = fetchErr(t, tiny, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), sourcefailure.ReasonArtifactTooLarge)
 	assert.Contains(t, ferr.Message, "--max-git-bytes")
 	fewRefs, _ := newFetcher(t, func(o *Options) { o.MaxGitRefs = 1 })
-	fetchErr(t, fewRefs, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonGitRefsTooMany)
+	fetchErr(t, fewRefs, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), sourcefailure.ReasonGitRefsTooMany)
 
 	g.server.SetDown(true)
 	down, _ := newFetcher(t)
-	fetchErr(t, down, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonSourceUnreachable)
+	fetchErr(t, down, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), sourcefailure.ReasonSourceUnreachable)
 	g.server.SetDown(false)
 
 	g.server.SetDelay(time.Minute)
 	slow, _ := newFetcher(t, func(o *Options) { o.Timeout = time.Second })
-	fetchErr(t, slow, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonFetchTimeout)
+	fetchErr(t, slow, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), sourcefailure.ReasonFetchTimeout)
 	g.server.SetDelay(0)
 
 	// A redirect to another host (another port of 127.0.0.1) is refused.
@@ -295,7 +296,7 @@ func TestGitHostile(t *testing.T) {
 	}))
 	t.Cleanup(redirect.Close)
 	g.server.Reset()
-	ferr = fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: redirect.URL + "/apps.git", Ref: main}), inputsOf(), ReasonSourceInvalid)
+	ferr = fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: redirect.URL + "/apps.git", Ref: main}), inputsOf(), sourcefailure.ReasonSourceInvalid)
 	assert.Contains(t, ferr.Message, "redirected to another host")
 	assert.Empty(t, g.server.Requests())
 
@@ -303,14 +304,14 @@ func TestGitHostile(t *testing.T) {
 	// refuses (--deny-cidr): no request reaches the server.
 	strict := NewFetcher(Options{Policy: egress.AddressPolicy{}, Timeout: 5 * time.Second})
 	loopbackOnly(t, strict)
-	fetchErr(t, strict, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), ReasonSourceInvalid)
+	fetchErr(t, strict, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), sourcefailure.ReasonSourceInvalid)
 	denied := NewFetcher(Options{Policy: egress.AddressPolicy{AllowLoopback: true, Deny: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, Timeout: 5 * time.Second})
 	loopbackOnly(t, denied)
 	fetchErr(t, denied, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: main}), inputsOf(), egress.ReasonAddressNotAllowed)
 	assert.Empty(t, g.server.Requests())
 
 	for _, u := range []string{"file:///etc", "git://127.0.0.1/apps.git", "https://bob:pw@127.0.0.1/apps.git", "ssh://git:pw@127.0.0.1/apps.git", "http://127.0.0.1"} {
-		ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: u, Ref: main}), inputsOf(), ReasonSourceInvalid)
+		ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: u, Ref: main}), inputsOf(), sourcefailure.ReasonSourceInvalid)
 		assert.NotContains(t, ferr.Message, "pw", u)
 	}
 }
@@ -333,7 +334,7 @@ func TestGitSSH(t *testing.T) {
 		reason     string
 	}{
 		{"matching host key", srv.KnownHosts(), ""},
-		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(srv.Addr)}, other.PublicKey()) + "\n"), ReasonGitHostKeyRefused},
+		{"mismatched host key", []byte(knownhosts.Line([]string{knownhosts.Normalize(srv.Addr)}, other.PublicKey()) + "\n"), sourcefailure.ReasonGitHostKeyRefused},
 		{"no known_hosts", nil, credentials.ReasonCredentialsInvalid},
 		{"known_hosts of another host", []byte(knownhosts.Line([]string{"git.example.com"}, other.PublicKey()) + "\n"), credentials.ReasonCredentialsInvalid},
 	} {

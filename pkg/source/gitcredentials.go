@@ -8,6 +8,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // gitCredentials are what a Git fetch presents, and the connection it goes
@@ -28,7 +29,7 @@ func (f *Fetcher) gitCredentials(ctx context.Context, inputs Inputs, namespace s
 	tlsKey := ""
 	if u.Scheme == "ssh" {
 		if src.CertSecretRef != nil {
-			return nil, failure.New(ReasonSourceInvalid, nil, "%s: certSecretRef is for https URLs; an ssh URL trusts its known_hosts", src.URL)
+			return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: certSecretRef is for https URLs; an ssh URL trusts its known_hosts", src.URL)
 		}
 	} else {
 		tlsCfg, key, err := credentials.TLS(ctx, secrets, namespace, src.CertSecretRef)
@@ -36,7 +37,7 @@ func (f *Fetcher) gitCredentials(ctx context.Context, inputs Inputs, namespace s
 			return nil, err
 		}
 		tlsKey = key
-		a.HTTPClient = git.HTTPClient(f.clientFor(tlsCfg, tlsKey).transport, a.Limits)
+		a.HTTPClient = git.HTTPClient(f.clientFor(tlsCfg, tlsKey).Transport, a.Limits)
 	}
 	key, err := credentials.Git(ctx, secrets, namespace, src, u, a, tlsKey)
 	if err != nil {

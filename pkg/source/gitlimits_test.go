@@ -10,6 +10,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // hostileSSH serves, over OpenSSH's sshd, a git-upload-pack that advertises
@@ -36,8 +37,8 @@ func TestGitSSHLimits(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"refs", 16, func(o *Options) { o.MaxGitRefs = 1000 }, ReasonGitRefsTooMany, "advertises more than 1000 refs, the limit (--max-git-refs)"},
-		{"bytes", 60000, func(o *Options) { o.MaxGitRefs, o.MaxGitBytes = 1_000_000, 2<<20 }, ReasonArtifactTooLarge, "is larger than the limit of 2097152 bytes (--max-git-bytes)"},
+		{"refs", 16, func(o *Options) { o.MaxGitRefs = 1000 }, sourcefailure.ReasonGitRefsTooMany, "advertises more than 1000 refs, the limit (--max-git-refs)"},
+		{"bytes", 60000, func(o *Options) { o.MaxGitRefs, o.MaxGitBytes = 1_000_000, 2<<20 }, sourcefailure.ReasonArtifactTooLarge, "is larger than the limit of 2097152 bytes (--max-git-bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			release, inputs := hostileSSH(t, tc.nameLen)
@@ -56,6 +57,6 @@ func TestGitHTTPRefsCountedAsTheyArrive(t *testing.T) {
 		require.NoError(t, g.repo.Tag(fmt.Sprintf("v0.0.%d", i), commit))
 	}
 	f, _ := newFetcher(t, func(o *Options) { o.MaxGitRefs = 10 })
-	ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Branch: "main"}}), inputsOf(), ReasonGitRefsTooMany)
+	ferr := fetchErr(t, f, gitRelease(convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Branch: "main"}}), inputsOf(), sourcefailure.ReasonGitRefsTooMany)
 	assert.Contains(t, ferr.Message, "advertises more than 10 refs, the limit (--max-git-refs): stopped at the first past it")
 }

@@ -18,13 +18,15 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcehttp"
 )
 
 // helmResolution is a Helm repository source resolved to a chart version.
 type helmResolution struct {
 	base     *url.URL
 	creds    *credentials.Credentials
-	client   *client
+	client   *sourcehttp.Client
 	chartURL string
 	resolved *subresourcesv1alpha1.ResolvedSource
 }
@@ -37,7 +39,7 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	}
 	base, err := url.Parse(strings.TrimSuffix(src.URL, "/") + "/")
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return nil, failure.New(ReasonSourceInvalid, nil, "%s is not an http(s) URL of a repository", src.URL)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s is not an http(s) URL of a repository", src.URL)
 	}
 	creds, err := credentials.Repository(ctx, releaseSecrets{inputs: inputs, namespace: namespace}, namespace, src)
 	if err != nil {
@@ -75,14 +77,14 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 	}
 	digest := strings.TrimPrefix(entry.Digest, "sha256:")
 	if _, err := hex.DecodeString(digest); err != nil || len(digest) != 64 {
-		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: chart %s version %s has no sha256 digest in the index: it cannot be verified", src.URL, src.Chart, entry.Version)
+		return nil, failure.New(sourcefailure.ReasonArtifactUnsupported, nil, "%s: chart %s version %s has no sha256 digest in the index: it cannot be verified", src.URL, src.Chart, entry.Version)
 	}
 	if len(entry.URLs) == 0 {
-		return nil, failure.New(ReasonArtifactUnsupported, nil, "%s: chart %s version %s has no URL in the index", src.URL, src.Chart, entry.Version)
+		return nil, failure.New(sourcefailure.ReasonArtifactUnsupported, nil, "%s: chart %s version %s has no URL in the index", src.URL, src.Chart, entry.Version)
 	}
 	ref, err := url.Parse(entry.URLs[0])
 	if err != nil {
-		return nil, failure.New(ReasonArtifactUnsupported, err, "%s: chart %s version %s: its URL", src.URL, src.Chart, entry.Version)
+		return nil, failure.New(sourcefailure.ReasonArtifactUnsupported, err, "%s: chart %s version %s: its URL", src.URL, src.Chart, entry.Version)
 	}
 	r.chartURL = base.ResolveReference(ref).String()
 	r.resolved = &subresourcesv1alpha1.ResolvedSource{Kind: KindHelmRepository, URL: src.URL, Chart: src.Chart, Version: entry.Version, Digest: "sha256:" + digest}
@@ -124,7 +126,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 		}
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.resolved.Digest {
-			return nil, failure.New(ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
+			return nil, failure.New(sourcefailure.ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
 		}
 		if err := checkChart(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
 			return nil, err
@@ -148,29 +150,29 @@ func (f *Fetcher) request(ctx context.Context, r *helmResolution, method, u stri
 	c, creds, base := r.client, r.creds, r.base
 	req, err := http.NewRequestWithContext(ctx, method, u, nil)
 	if err != nil {
-		return nil, failure.New(ReasonSourceInvalid, err, "%s: %s", u, what)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, err, "%s: %s", u, what)
 	}
 	req.Header.Set("User-Agent", f.opts.UserAgent)
 	if creds.Username != "" && req.URL.Scheme == base.Scheme && req.URL.Host == base.Host {
 		req.SetBasicAuth(creds.Username, creds.Password)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.HTTP.Do(req)
 	if err != nil {
 		return nil, repositoryFailure(fmt.Sprintf("%s: %s", u, what), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, repositoryFailure(fmt.Sprintf("%s: %s", u, what), &errNotOK{status: resp.StatusCode, url: u})
+		return nil, repositoryFailure(fmt.Sprintf("%s: %s", u, what), &sourcehttp.NotOKError{Status: resp.StatusCode, URL: u})
 	}
 	if method == http.MethodHead {
 		return nil, nil
 	}
 	tooLargeErr := func() error {
 		if what == "the index" {
-			return failure.New(ReasonIndexTooLarge, nil, "%s: the index is larger than the limit of %d bytes (--max-index-bytes)", u, limit)
+			return failure.New(sourcefailure.ReasonIndexTooLarge, nil, "%s: the index is larger than the limit of %d bytes (--max-index-bytes)", u, limit)
 		}
-		return tooLarge(u+": "+what, -1, limit)
+		return sourcehttp.TooLarge(u+": "+what, -1, limit)
 	}
 	if resp.ContentLength > limit {
 		return nil, tooLargeErr()
@@ -193,18 +195,18 @@ func repositoryFailure(what string, err error) error {
 		return failure.Quiet(f.Reason, err, "%s: %s", what, f.Message)
 	}
 	status := 0
-	if notOK, ok := errors.AsType[*errNotOK](err); ok {
-		status = notOK.status
+	if notOK, ok := errors.AsType[*sourcehttp.NotOKError](err); ok {
+		status = notOK.Status
 	}
 	return answerFailure(what, "repository", status, err)
 }
 
 // indexReasons are the reasons of the refusals of an index.
 var indexReasons = map[helmrepo.Kind]string{
-	helmrepo.KindUnsupported: ReasonArtifactUnsupported,
-	helmrepo.KindNotFound:    ReasonArtifactNotFound,
-	helmrepo.KindTooLarge:    ReasonIndexTooLarge,
-	helmrepo.KindInvalid:     ReasonSourceInvalid,
+	helmrepo.KindUnsupported: sourcefailure.ReasonArtifactUnsupported,
+	helmrepo.KindNotFound:    sourcefailure.ReasonArtifactNotFound,
+	helmrepo.KindTooLarge:    sourcefailure.ReasonIndexTooLarge,
+	helmrepo.KindInvalid:     sourcefailure.ReasonSourceInvalid,
 }
 
 // indexFailure is err, a *helmrepo.Error, as a *failure.Error of its

@@ -18,6 +18,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // repository is a Helm repository on 127.0.0.1: index.yaml and the charts
@@ -126,16 +127,16 @@ func TestHelmRepository(t *testing.T) {
 	}
 	assert.Equal(t, 1, countPrefix(repo.taken(), "GET /index.yaml"), "the index read once within its max age")
 
-	fetchErr(t, f, helmRelease(helm(">=3.0.0")), inputs, ReasonArtifactNotFound)
+	fetchErr(t, f, helmRelease(helm(">=3.0.0")), inputs, sourcefailure.ReasonArtifactNotFound)
 	other := helm("")
 	other.Chart = "none"
-	fetchErr(t, f, helmRelease(other), inputs, ReasonArtifactNotFound)
-	fetchErr(t, f, helmRelease(helm("not a version!")), inputs, ReasonSourceInvalid)
+	fetchErr(t, f, helmRelease(other), inputs, sourcefailure.ReasonArtifactNotFound)
+	fetchErr(t, f, helmRelease(helm("not a version!")), inputs, sourcefailure.ReasonSourceInvalid)
 
 	// The chart does not match the digest of the index: refused.
 	repo.files["charts/web-2.0.0.tgz"] = []byte("tampered")
 	fresh, _ := newFetcher(t)
-	ferr := fetchErr(t, fresh, helmRelease(helm("2.0.0")), inputs, ReasonDigestMismatch)
+	ferr := fetchErr(t, fresh, helmRelease(helm("2.0.0")), inputs, sourcefailure.ReasonDigestMismatch)
 	assert.Contains(t, ferr.Message, "not the digest of the index")
 }
 
@@ -160,7 +161,7 @@ func TestHelmRepositoryLimitsAndCredentials(t *testing.T) {
 		return s
 	}
 	f, clk := newFetcher(t)
-	fetchErr(t, f, helmRelease(src("web", "")), inputs, ReasonSourceUnauthorized)
+	fetchErr(t, f, helmRelease(src("web", "")), inputs, sourcefailure.ReasonSourceUnauthorized)
 	fetchErr(t, f, helmRelease(src("web", "nopassword")), inputs, credentials.ReasonCredentialsInvalid)
 
 	// The chart is on another host: its certificate is another (the same
@@ -182,7 +183,7 @@ func TestHelmRepositoryLimitsAndCredentials(t *testing.T) {
 	assert.Contains(t, repo.taken(), "HEAD /local.tgz auth=true", "the cached chart: access confirmed on its own origin, with the credentials")
 
 	small, _ := newFetcher(t, func(o *Options) { o.MaxIndexBytes = 64 })
-	ferr := fetchErr(t, small, helmRelease(src("web", "creds")), inputs, ReasonIndexTooLarge)
+	ferr := fetchErr(t, small, helmRelease(src("web", "creds")), inputs, sourcefailure.ReasonIndexTooLarge)
 	assert.Contains(t, ferr.Message, "--max-index-bytes")
 }
 
@@ -221,7 +222,7 @@ func TestSourceAddressPolicy(t *testing.T) {
 	assert.Contains(t, ferr.Message, "connecting to 10.96.0.1:443 is not allowed: it is in the private range 10.0.0.0/8, which may hold the cluster's own network (convoy-apiserver --allow-private-sources allows private addresses)")
 	assert.Contains(t, dialed.taken(), "10.96.0.1:443")
 	// Plain http to anything but loopback is refused before a connection.
-	ferr = fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, ReasonSourceInvalid)
+	ferr = fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "http://192.0.2.1/charts", Chart: "x"}), inputs, sourcefailure.ReasonSourceInvalid)
 	assert.Contains(t, ferr.Message, "plain http to 192.0.2.1 is refused")
 }
 

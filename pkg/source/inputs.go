@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // Inputs reads the objects a render needs from the Release's namespace, as
@@ -53,7 +54,7 @@ func (r releaseSecrets) Secret(ctx context.Context, name, what string) (*corev1.
 	case err == nil || apierrors.IsNotFound(err):
 		return s, err
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "%s may not be read", what)
+		return nil, failure.New(sourcefailure.ReasonInputForbidden, err, "%s may not be read", what)
 	}
-	return nil, Unavailable(err, "%s could not be read", what)
+	return nil, sourcefailure.Unavailable(err, "%s could not be read", what)
 }

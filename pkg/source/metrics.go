@@ -7,6 +7,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
@@ -88,8 +89,8 @@ func countRefusal(err error) error {
 // refusalReasons are the refusals a fetch or a resolution counts; each
 // starts at 0.
 var refusalReasons = []string{
-	egress.ReasonAddressNotAllowed, ReasonSourceInvalid, ReasonArtifactTooLarge, ReasonIndexTooLarge, ReasonDigestMismatch,
-	ReasonArtifactUnsupported, credentials.ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, ReasonGitRefsTooMany, ReasonGitHostKeyRefused,
+	egress.ReasonAddressNotAllowed, sourcefailure.ReasonSourceInvalid, sourcefailure.ReasonArtifactTooLarge, sourcefailure.ReasonIndexTooLarge, sourcefailure.ReasonDigestMismatch,
+	sourcefailure.ReasonArtifactUnsupported, credentials.ReasonCredentialsInvalid, failure.ReasonLinkUnsupported, sourcefailure.ReasonGitRefsTooMany, sourcefailure.ReasonGitHostKeyRefused,
 	verify.ReasonSignatureUnverified,
 }
 

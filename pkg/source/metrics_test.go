@@ -14,6 +14,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // refusalCount is convoy_source_refusals_total of reason.
@@ -42,9 +43,9 @@ func TestRefusalsCounted(t *testing.T) {
 		counted      bool
 	}{
 		{"address", egress.ReasonAddressNotAllowed, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "meta", CertSecretRef: ca}, true},
-		{"digest", ReasonDigestMismatch, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "tampered", CertSecretRef: ca}, true},
-		{"credentials in the URL", ReasonSourceInvalid, convoyv1alpha1.HelmRepositorySource{URL: "https://user:pw@" + strings.TrimPrefix(repo.URL, "https://"), Chart: "meta"}, true},
-		{"not found", ReasonArtifactNotFound, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "none", CertSecretRef: ca}, false},
+		{"digest", sourcefailure.ReasonDigestMismatch, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "tampered", CertSecretRef: ca}, true},
+		{"credentials in the URL", sourcefailure.ReasonSourceInvalid, convoyv1alpha1.HelmRepositorySource{URL: "https://user:pw@" + strings.TrimPrefix(repo.URL, "https://"), Chart: "meta"}, true},
+		{"not found", sourcefailure.ReasonArtifactNotFound, convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "none", CertSecretRef: ca}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := refusalCount(t, tc.reason)
@@ -56,10 +57,10 @@ func TestRefusalsCounted(t *testing.T) {
 			assert.Equal(t, want, refusalCount(t, tc.reason))
 		})
 	}
-	before := refusalCount(t, ReasonSourceInvalid)
+	before := refusalCount(t, sourcefailure.ReasonSourceInvalid)
 	_, err := f.Resolve(t.Context(), helmRelease(convoyv1alpha1.HelmRepositorySource{URL: "https://user:pw@charts.example", Chart: "web"}), inputs)
 	require.Error(t, err)
-	assert.Equal(t, before+1, refusalCount(t, ReasonSourceInvalid), "Resolve counts too")
+	assert.Equal(t, before+1, refusalCount(t, sourcefailure.ReasonSourceInvalid), "Resolve counts too")
 }
 
 // counter is the value of a counter series.
@@ -103,8 +104,8 @@ func TestFetchesAndCachesCounted(t *testing.T) {
 	require.NoError(t, err)
 	_, err = f.Resolve(t.Context(), web, inputs)
 	require.NoError(t, err)
-	fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "none", CertSecretRef: ca}), inputs, ReasonArtifactNotFound)
-	fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "tampered", CertSecretRef: ca}), inputs, ReasonDigestMismatch)
+	fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "none", CertSecretRef: ca}), inputs, sourcefailure.ReasonArtifactNotFound)
+	fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "tampered", CertSecretRef: ca}), inputs, sourcefailure.ReasonDigestMismatch)
 	after := read()
 
 	assert.Equal(t, 2.0, after.success-before.success)

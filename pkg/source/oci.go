@@ -19,6 +19,8 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/errtext"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/oci"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcehttp"
 )
 
 // artifact is what the content cache keeps of an artifact, by origin and
@@ -122,7 +124,7 @@ func (f *Fetcher) oci(ctx context.Context, namespace string, src *convoyv1alpha1
 		return nil, err
 	}
 	if out.Chart != nil && dir != "" {
-		return nil, failure.New(ReasonSourceInvalid, nil, "%s is a Helm chart: path %q is for a bundle of files", out.Where, src.Path)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s is a Helm chart: path %q is for a bundle of files", out.Where, src.Path)
 	}
 	if out.Links, err = checkLinks(out.Where, links, dir); err != nil {
 		return nil, err
@@ -208,7 +210,7 @@ func (f *Fetcher) download(ctx context.Context, r *ociResolution, where string, 
 // before it is read.
 func (f *Fetcher) checkManifestSize(where string, desc *v1.Descriptor) error {
 	if limit := int64(f.opts.MaxArtifactBytes); desc.Size > limit {
-		return tooLarge(where+": the manifest", desc.Size, limit)
+		return sourcehttp.TooLarge(where+": the manifest", desc.Size, limit)
 	}
 	return nil
 }
@@ -237,13 +239,13 @@ func (f *Fetcher) pullerFor(repo name.Repository, creds *credentials.Credentials
 	}
 	c := f.clientFor(creds.TLS, creds.TLSKey)
 	p, err := remote.NewPuller(
-		remote.WithTransport(c.transport),
+		remote.WithTransport(c.Transport),
 		remote.WithAuth(creds.Auth),
 		remote.WithUserAgent(f.opts.UserAgent),
 		remote.WithRetryBackoff(remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 2}),
 	)
 	if err != nil {
-		return nil, failure.New(ReasonSourceInvalid, err, "the registry client of %s", repo.RegistryStr())
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, err, "the registry client of %s", repo.RegistryStr())
 	}
 	f.pullers.Put(key, p)
 	return p, nil
@@ -251,10 +253,10 @@ func (f *Fetcher) pullerFor(repo name.Repository, creds *credentials.Credentials
 
 // ociReasons are the reasons of oci's own failures.
 var ociReasons = map[oci.Kind]string{
-	oci.KindInvalid:        ReasonSourceInvalid,
-	oci.KindUnsupported:    ReasonArtifactUnsupported,
-	oci.KindTooLarge:       ReasonArtifactTooLarge,
-	oci.KindDigestMismatch: ReasonDigestMismatch,
+	oci.KindInvalid:        sourcefailure.ReasonSourceInvalid,
+	oci.KindUnsupported:    sourcefailure.ReasonArtifactUnsupported,
+	oci.KindTooLarge:       sourcefailure.ReasonArtifactTooLarge,
+	oci.KindDigestMismatch: sourcefailure.ReasonDigestMismatch,
 }
 
 // ociFailure is err, an *oci.Error of the artifact where ("" when the
@@ -285,7 +287,7 @@ func registryFailure(what string, err error) error {
 		return answerFailure(what, "registry", terr.StatusCode, err)
 	}
 	if errtext.DigestMismatch(err) {
-		return failure.New(ReasonDigestMismatch, err, "%s", what)
+		return failure.New(sourcefailure.ReasonDigestMismatch, err, "%s", what)
 	}
 	// The registry client refuses a redirect to a private or link-local
 	// address literal itself, before the dialer would: the same refusal
@@ -303,14 +305,14 @@ func registryFailure(what string, err error) error {
 func answerFailure(what, server string, status int, err error) error {
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return failure.New(ReasonSourceUnauthorized, err, "%s: the %s refused the credentials", what, server)
+		return failure.New(sourcefailure.ReasonSourceUnauthorized, err, "%s: the %s refused the credentials", what, server)
 	case status == http.StatusNotFound:
-		return failure.New(ReasonArtifactNotFound, err, "%s: not found", what)
+		return failure.New(sourcefailure.ReasonArtifactNotFound, err, "%s: not found", what)
 	case status != 0:
-		return failure.New(ReasonSourceUnreachable, err, "%s: the %s failed", what, server)
+		return failure.New(sourcefailure.ReasonSourceUnreachable, err, "%s: the %s failed", what, server)
 	}
 	if netFail := egress.NetworkFailure(err); netFail != "" {
-		return failure.New(ReasonSourceUnreachable, err, "%s: the %s is unreachable (%s)", what, server, netFail)
+		return failure.New(sourcefailure.ReasonSourceUnreachable, err, "%s: the %s is unreachable (%s)", what, server, netFail)
 	}
-	return failure.New(ReasonSourceUnreachable, err, "%s", what)
+	return failure.New(sourcefailure.ReasonSourceUnreachable, err, "%s", what)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/credentials"
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 var chartTGZ = []byte("a packaged chart, as bytes: the source does not open it")
@@ -103,7 +104,7 @@ func TestOCIBundleOfManifests(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "b", src.Path)
 	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1", Path: "b/../..",
-		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, ReasonSourceInvalid)
+		CertSecretRef: &convoyv1alpha1.LocalObjectReference{Name: "ca"}}), inputs, sourcefailure.ReasonSourceInvalid)
 
 	// A bundle's link under the path is refused; one elsewhere is listed.
 	layer := tartest.TarGz(t, tartest.Entry{Name: "web/deploy.yaml", Data: "kind: Deployment"}, tartest.Entry{Name: "web/passwd.yaml", Symlink: "/etc/passwd"},
@@ -118,7 +119,7 @@ func TestOCIBundleOfManifests(t *testing.T) {
 	assert.Equal(t, []string{"web/passwd.yaml"}, src.Links)
 
 	// Without the CA, the registry's certificate is not trusted.
-	ferr = fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1"}), inputsOf(), ReasonSourceUnreachable)
+	ferr = fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("manifests/web"), Tag: "v1"}), inputsOf(), sourcefailure.ReasonSourceUnreachable)
 	assert.Contains(t, ferr.Message, "certificate")
 }
 
@@ -129,7 +130,7 @@ func TestOCIRefusals(t *testing.T) {
 		_, err := reg.PushImage(ctx, "images/app", "1")
 		require.NoError(t, err)
 		f, _ := newFetcher(t)
-		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("images/app"), Tag: "1"}), inputsOf(), ReasonArtifactUnsupported)
+		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("images/app"), Tag: "1"}), inputsOf(), sourcefailure.ReasonArtifactUnsupported)
 		assert.Contains(t, ferr.Message, "application/vnd.example.unknown")
 	})
 	t.Run("a layer larger than the limit is not downloaded", func(t *testing.T) {
@@ -138,7 +139,7 @@ func TestOCIRefusals(t *testing.T) {
 		require.NoError(t, err)
 		reg.Requests()
 		f, _ := newFetcher(t, func(o *Options) { o.MaxArtifactBytes = 2048 })
-		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/big"), Tag: "1"}), inputsOf(), ReasonArtifactTooLarge)
+		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/big"), Tag: "1"}), inputsOf(), sourcefailure.ReasonArtifactTooLarge)
 		assert.Contains(t, ferr.Message, "4096 bytes, more than the limit of 2048 bytes (--max-artifact-bytes)")
 		assert.Zero(t, count(reg.Requests(), http.MethodGet, "/blobs/"), "no blob request")
 	})
@@ -155,20 +156,20 @@ func TestOCIRefusals(t *testing.T) {
 		require.NoError(t, err)
 		layer = sha256Hex(chartTGZ)
 		f, _ := newFetcher(t)
-		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), ReasonDigestMismatch)
+		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/web"), Tag: "1"}), inputsOf(), sourcefailure.ReasonDigestMismatch)
 		assert.Contains(t, ferr.Message, "are not those of its descriptor")
 	})
 	t.Run("unknown tag and repository", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{})
 		f, _ := newFetcher(t)
-		fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/none"), Tag: "1"}), inputsOf(), ReasonArtifactNotFound)
+		fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("charts/none"), Tag: "1"}), inputsOf(), sourcefailure.ReasonArtifactNotFound)
 	})
 	t.Run("a registry down", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{})
 		url := reg.URL("charts/web")
 		reg.Close()
 		f, _ := newFetcher(t)
-		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: url, Tag: "1"}), inputsOf(), ReasonSourceUnreachable)
+		ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: url, Tag: "1"}), inputsOf(), sourcefailure.ReasonSourceUnreachable)
 		assert.Contains(t, ferr.Message, "connection refused")
 	})
 	t.Run("a registry slower than the timeout", func(t *testing.T) {
@@ -194,9 +195,9 @@ func TestOCIRefusals(t *testing.T) {
 			resolved <- err
 		}()
 		<-asked // the Resolve's request runs: the Fetch joins it
-		ferr := fetchErr(t, f, release, inputsOf(), ReasonFetchTimeout)
+		ferr := fetchErr(t, f, release, inputsOf(), sourcefailure.ReasonFetchTimeout)
 		assert.Contains(t, ferr.Message, "--fetch-timeout")
-		assert.Equal(t, ReasonFetchTimeout, failure.ReasonOf(<-resolved))
+		assert.Equal(t, sourcefailure.ReasonFetchTimeout, failure.ReasonOf(<-resolved))
 	})
 	t.Run("a blob redirected to a link-local address, refused before any packet", func(t *testing.T) {
 		reg := startRegistry(t, ociregistry.Options{Hook: func(w http.ResponseWriter, r *http.Request) bool {
@@ -255,8 +256,8 @@ func TestOCICredentials(t *testing.T) {
 		secret("opaque", corev1.SecretTypeOpaque, map[string][]byte{"x": []byte("y")}),
 	)
 
-	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("private/web"), Tag: "1"}), inputs, ReasonSourceUnauthorized)
-	fetchErr(t, f, ociRelease(withSecret("wrong")), inputs, ReasonSourceUnauthorized)
+	fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("private/web"), Tag: "1"}), inputs, sourcefailure.ReasonSourceUnauthorized)
+	fetchErr(t, f, ociRelease(withSecret("wrong")), inputs, sourcefailure.ReasonSourceUnauthorized)
 	fetchErr(t, f, ociRelease(withSecret("missing")), inputs, credentials.ReasonCredentialsInvalid)
 	ferr := fetchErr(t, f, ociRelease(withSecret("opaque")), inputs, credentials.ReasonCredentialsInvalid)
 	assert.Contains(t, ferr.Message, "kubernetes.io/dockerconfigjson")
@@ -272,7 +273,7 @@ func TestOCICredentials(t *testing.T) {
 	// The artifact is cached now: another identity naming its digest,
 	// without credentials, is refused by the registry, not served.
 	reg.Requests()
-	ferr = fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("private/web"), Digest: digest}), inputs, ReasonSourceUnauthorized)
+	ferr = fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL("private/web"), Digest: digest}), inputs, sourcefailure.ReasonSourceUnauthorized)
 	assert.Contains(t, ferr.Message, "confirming access")
 	requests := reg.Requests()
 	assert.Equal(t, 1, count(requests, http.MethodHead, "/manifests/"+digest), "the registry was asked: %v", requests)
@@ -315,7 +316,7 @@ func TestOCIDecompressionBomb(t *testing.T) {
 	} {
 		t.Run(tc.repo, func(t *testing.T) {
 			f, _ := newFetcher(t, func(o *Options) { o.MaxArtifactBytes = 1 << 20 })
-			ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL(tc.repo), Tag: "1"}), inputsOf(), ReasonArtifactTooLarge)
+			ferr := fetchErr(t, f, ociRelease(convoyv1alpha1.OCIRepositorySource{URL: reg.URL(tc.repo), Tag: "1"}), inputsOf(), sourcefailure.ReasonArtifactTooLarge)
 			assert.Contains(t, ferr.Message, tc.message)
 		})
 	}

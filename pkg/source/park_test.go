@@ -13,6 +13,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // pass is a Release's passes as the drift loop runs them: each with the
@@ -104,6 +105,6 @@ func TestParkedFetchTimesOut(t *testing.T) {
 	_, err = p.untilDone(t, f, releaseIn("a", reg, "held-1"))
 	ferr, ok := failure.As(err)
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, ReasonFetchTimeout, ferr.Reason)
+	assert.Equal(t, sourcefailure.ReasonFetchTimeout, ferr.Reason)
 	assert.Equal(t, 1, count(reg.Requests(), http.MethodHead, "/manifests/held-1"), "asked once")
 }

@@ -13,6 +13,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
@@ -49,7 +50,7 @@ func (f *Fetcher) verifyOCI(ctx context.Context, namespace string, src *convoyv1
 	host := verifyHost{releaseSecrets: releaseSecrets{inputs: inputs, namespace: namespace}, f: f, since: since}
 	sig, err := f.verifier.Verify(ctx, host, verify.Artifact{Namespace: namespace, Ref: ref, Puller: r.puller, Where: where, Since: since}, src.Verify)
 	if errors.Is(err, verify.ErrUnknownProvider) {
-		return nil, failure.New(ReasonSourceInvalid, nil, "verify.provider %q is not cosign", src.Verify.Provider)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "verify.provider %q is not cosign", src.Verify.Provider)
 	}
 	return sig, err
 }
@@ -111,7 +112,7 @@ func (h verifyHost) PublicTrustRoot(ctx context.Context, where string) (*cosign.
 	}
 	tr, err := h.f.opts.PublicTrustRoot.TrustRoot(ctx)
 	if err != nil {
-		return nil, failure.New(ReasonSourceUnreachable, err, "%s: the public Sigstore trust root could not be fetched", where)
+		return nil, failure.New(sourcefailure.ReasonSourceUnreachable, err, "%s: the public Sigstore trust root could not be fetched", where)
 	}
 	return tr, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
@@ -142,7 +143,7 @@ func TestVerifyReferrersIndexBounded(t *testing.T) {
 	require.NoError(t, err)
 	f, _ := newFetcher(t, func(o *Options) { o.MaxArtifactBytes = 1 << 20 })
 	inputs := inputsOf(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "keys"}, Data: map[string][]byte{"ci.pub": pub}})
-	ferr := fetchErr(t, f, verified(reg.URL("charts/web"), "1", "keys"), inputs, ReasonArtifactTooLarge)
+	ferr := fetchErr(t, f, verified(reg.URL("charts/web"), "1", "keys"), inputs, sourcefailure.ReasonArtifactTooLarge)
 	assert.Contains(t, ferr.Message, "the referrers index is larger than the limit of 1048576 bytes")
 	assert.Contains(t, ferr.Message, digest)
 }
@@ -237,7 +238,7 @@ func TestVerifyOCIKeyless(t *testing.T) {
 	// The public root unavailable: a transient failure, not a verdict.
 	down := &publicRoot{err: errors.New("connection refused")}
 	fd, _ := newFetcher(t, func(o *Options) { o.PublicTrustRoot = down })
-	fetchErr(t, fd, keyless(reg.URL("charts/web"), "signed", "", ours), inputs, ReasonSourceUnreachable)
+	fetchErr(t, fd, keyless(reg.URL("charts/web"), "signed", "", ours), inputs, sourcefailure.ReasonSourceUnreachable)
 }
 
 // The public trust root is fetched through the sources' address policy:
@@ -256,7 +257,7 @@ func TestPublicTrustRootThroughAddressPolicy(t *testing.T) {
 		return v
 	}
 	before := failures()
-	ferr := fetchErr(t, f, rel, inputsOf(), ReasonSourceUnreachable)
+	ferr := fetchErr(t, f, rel, inputsOf(), sourcefailure.ReasonSourceUnreachable)
 	assert.Equal(t, before+1, failures(), "counted")
 	assert.Contains(t, ferr.Message, "the public Sigstore trust root could not be fetched")
 	assert.Contains(t, ferr.Message, "169.254.169.254")
@@ -374,7 +375,7 @@ func TestVerifyUnverifiedKept(t *testing.T) {
 		{name: "no signature", reason: verify.ReasonSignatureUnverified, says: "no signature of sha256:", kept: true, fetches: 20},
 		{name: "a signature manifest of 30 MiB", hook: large, reason: verify.ReasonSignatureUnverified,
 			says: ".sig is 31457280 bytes, more than the limit of 1048576 bytes (its Content-Length: refused before it was read)", kept: true, fetches: 20},
-		{name: "the registry failing", hook: failing, reason: ReasonSourceUnreachable, says: "reading the signatures", fetches: 2},
+		{name: "the registry failing", hook: failing, reason: sourcefailure.ReasonSourceUnreachable, says: "reading the signatures", fetches: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := startRegistry(t, ociregistry.Options{Hook: tc.hook})

@@ -14,6 +14,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // waitGauge waits until the gauge fetchesRunning ("running") or
@@ -204,6 +205,6 @@ func TestSlotsTimeoutNamesTheFlag(t *testing.T) {
 	_, err := f.shared(context.Background(), "a", "k2", func(context.Context) (any, error) { return nil, nil })
 	ferr, ok := failure.As(err)
 	require.True(t, ok, "%v", err)
-	assert.Equal(t, ReasonFetchTimeout, ferr.Reason)
+	assert.Equal(t, sourcefailure.ReasonFetchTimeout, ferr.Reason)
 	assert.Contains(t, ferr.Message, "fetches of namespace a running now (--max-concurrent-fetches-per-namespace)")
 }

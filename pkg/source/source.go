@@ -34,6 +34,8 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/sigstoreroot"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcehttp"
 	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
@@ -212,7 +214,7 @@ func CleanPath(p string) (string, error) {
 		return "", nil
 	}
 	if strings.HasPrefix(p, "/") || slices.Contains(strings.Split(p, "/"), "..") {
-		return "", failure.New(ReasonSourceInvalid, nil, "path %q must be relative to the source's root: no leading / and no .. element", p)
+		return "", failure.New(sourcefailure.ReasonSourceInvalid, nil, "path %q must be relative to the source's root: no leading / and no .. element", p)
 	}
 	if c := path.Clean(p); c != "." {
 		return c, nil
@@ -243,7 +245,7 @@ type Fetcher struct {
 	confirmed   *agecache.Cache[string, bool]
 	// gitListings are Git ref listings by URL and credentials.
 	gitListings *agecache.Cache[string, git.Refs]
-	clients     *agecache.Cache[string, *client]
+	clients     *agecache.Cache[string, *sourcehttp.Client]
 	pullers     *agecache.Cache[string, *remote.Puller]
 	// verifier verifies the signatures a Release asks for and keeps the
 	// verdicts (verifyOCI).
@@ -279,11 +281,11 @@ func NewFetcher(opts Options) *Fetcher {
 	f.verifier = verify.New(verdicts)
 	// Clients (their connections, and a registry's tokens) are kept per
 	// host and credentials whatever the cache.
-	f.clients = agecache.New[string, *client](1024, 10*time.Minute, opts.Clock, nil)
+	f.clients = agecache.New[string, *sourcehttp.Client](1024, 10*time.Minute, opts.Clock, nil)
 	f.pullers = agecache.New[string, *remote.Puller](1024, 10*time.Minute, opts.Clock, nil)
 	if opts.PublicSigstore && opts.PublicTrustRoot == nil {
 		f.opts.PublicTrustRoot = sigstoreroot.New(sigstoreroot.Options{
-			Client: f.clientFor(nil, "sigstore").http, Mirror: opts.SigstoreMirror, Timeout: opts.Timeout,
+			Client: f.clientFor(nil, "sigstore").HTTP, Mirror: opts.SigstoreMirror, Timeout: opts.Timeout,
 			Fetched: countTrustRootFetch,
 		})
 	}
@@ -342,9 +344,9 @@ func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	set := setKinds(src)
 	switch {
 	case len(set) == 0:
-		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets no source kind")
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "spec.source sets no source kind")
 	case len(set) > 1:
-		return nil, failure.New(ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
 	case src.ConfigMap != nil:
 		out, err := configMap(ctx, release.Namespace, src.ConfigMap.Name, inputs)
 		if err != nil {
@@ -381,7 +383,7 @@ func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 // timedOut is err, or FetchTimeout when ctx ended at the fetch timeout.
 func (f *Fetcher) timedOut(ctx context.Context, err error) error {
 	if errors.Is(context.Cause(ctx), errFetchTimeout) {
-		return failure.New(ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
+		return failure.New(sourcefailure.ReasonFetchTimeout, nil, "fetching the source took longer than the fetch timeout of %s (--fetch-timeout) and was stopped", f.opts.Timeout)
 	}
 	return err
 }
@@ -438,7 +440,7 @@ func refuseUserinfo(rawURL string) error {
 	if !had {
 		return nil
 	}
-	return failure.New(ReasonSourceInvalid, nil, "%s: the URL must not hold credentials (user:password@): use secretRef", redacted)
+	return failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: the URL must not hold credentials (user:password@): use secretRef", redacted)
 }
 
 // withoutUserinfo returns rawURL without the user information of its
@@ -472,11 +474,11 @@ func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Sou
 	cm, err := inputs.ConfigMap(ctx, namespace, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, failure.Quiet(ReasonSourceNotFound, err, "source %s not found", where)
+		return nil, failure.Quiet(sourcefailure.ReasonSourceNotFound, err, "source %s not found", where)
 	case apierrors.IsForbidden(err):
-		return nil, failure.New(ReasonInputForbidden, err, "source %s may not be read", where)
+		return nil, failure.New(sourcefailure.ReasonInputForbidden, err, "source %s may not be read", where)
 	case err != nil:
-		return nil, Unavailable(err, "source %s could not be read", where)
+		return nil, sourcefailure.Unavailable(err, "source %s could not be read", where)
 	}
 	if tgz, ok := cm.BinaryData[ChartKey]; ok {
 		return &Source{Where: fmt.Sprintf("%s binaryData %s", where, ChartKey), Chart: tgz}, nil
@@ -491,7 +493,7 @@ func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Sou
 		files = append(files, File{Name: k, Where: where + " binaryData key " + k, Data: v})
 	}
 	if !usable {
-		return nil, failure.New(ReasonSourceInvalid, nil, "source %s holds neither binaryData %s, nor a kustomization, nor a data key ending .yaml, .yml or .json", where, ChartKey)
+		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "source %s holds neither binaryData %s, nor a kustomization, nor a data key ending .yaml, .yml or .json", where, ChartKey)
 	}
 	slices.SortFunc(files, func(a, b File) int { return strings.Compare(a.Name, b.Name) })
 	return &Source{Where: where, Files: files}, nil

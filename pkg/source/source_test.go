@@ -9,6 +9,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // withoutUserinfo finds user information where net/url does, also in a
@@ -56,11 +57,11 @@ func TestSourceURLUserinfo(t *testing.T) {
 		ociRelease(convoyv1alpha1.OCIRepositorySource{URL: "oci://alice:s3cr3t@127.0.0.1:1/charts/web", Tag: "1"}),
 		ociRelease(convoyv1alpha1.OCIRepositorySource{URL: "oci://alice:s3cr3t@127.0.0.1:1/charts/web", Digest: "sha256:" + sha256Hex(nil)[7:]}),
 	} {
-		ferr := fetchErr(t, f, release, inputsOf(), ReasonSourceInvalid)
+		ferr := fetchErr(t, f, release, inputsOf(), sourcefailure.ReasonSourceInvalid)
 		assert.Contains(t, ferr.Message, "127.0.0.1:1")
 		assert.Contains(t, ferr.Message, "must not hold credentials (user:password@): use secretRef")
 		_, err := f.Resolve(context.Background(), release, inputsOf())
-		assert.Equal(t, ReasonSourceInvalid, failure.ReasonOf(err))
+		assert.Equal(t, sourcefailure.ReasonSourceInvalid, failure.ReasonOf(err))
 		for _, msg := range []string{ferr.Message, ferr.Error(), err.Error()} {
 			assert.NotContains(t, msg, "s3")
 			assert.NotContains(t, msg, "alice")

@@ -15,6 +15,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // An artifact is served from the content cache only to a Release that
@@ -66,11 +67,11 @@ func TestContentCacheKeyedByOrigin(t *testing.T) {
 		serveManifest bool
 		reason        string
 	}{
-		{"a tag whose HEAD claims the digest", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Tag: "latest"}, false, ReasonArtifactNotFound},
-		{"the digest named directly", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Digest: digest}, false, ReasonArtifactNotFound},
-		{"a manifest of its own under the digest", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Digest: digest}, true, ReasonDigestMismatch},
-		{"by tag, a manifest of its own", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Tag: "latest"}, true, ReasonDigestMismatch},
-		{"another repository of the victim's registry", convoyv1alpha1.OCIRepositorySource{URL: victim.URL("private/other"), Digest: digest}, false, ReasonSourceUnauthorized},
+		{"a tag whose HEAD claims the digest", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Tag: "latest"}, false, sourcefailure.ReasonArtifactNotFound},
+		{"the digest named directly", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Digest: digest}, false, sourcefailure.ReasonArtifactNotFound},
+		{"a manifest of its own under the digest", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Digest: digest}, true, sourcefailure.ReasonDigestMismatch},
+		{"by tag, a manifest of its own", convoyv1alpha1.OCIRepositorySource{URL: attacker.URL("evil/web"), Tag: "latest"}, true, sourcefailure.ReasonDigestMismatch},
+		{"another repository of the victim's registry", convoyv1alpha1.OCIRepositorySource{URL: victim.URL("private/other"), Digest: digest}, false, sourcefailure.ReasonSourceUnauthorized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			serveManifest.Store(tc.serveManifest)
@@ -114,13 +115,13 @@ func TestHelmContentCacheKeyedByChartURL(t *testing.T) {
 	victim.taken()
 
 	// The attacker's URL: downloaded from there, another file.
-	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: attacker.URL, Chart: "web", CertSecretRef: ca}), inputs, ReasonDigestMismatch)
+	ferr := fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: attacker.URL, Chart: "web", CertSecretRef: ca}), inputs, sourcefailure.ReasonDigestMismatch)
 	assert.NotContains(t, ferr.Message, string(victimChart))
 	assert.Contains(t, attacker.taken(), "GET /web-1.0.0.tgz auth=false")
 	// The victim's URL in the attacker's index: the cached chart only if
 	// the victim's repository lets the attacker read it, which it does not
 	// (no credentials go to another origin than the attacker's own).
-	fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: attacker.URL, Chart: "direct", CertSecretRef: ca}), inputs, ReasonSourceUnauthorized)
+	fetchErr(t, f, helmRelease(convoyv1alpha1.HelmRepositorySource{URL: attacker.URL, Chart: "direct", CertSecretRef: ca}), inputs, sourcefailure.ReasonSourceUnauthorized)
 	assert.Equal(t, []string{"HEAD /web-1.0.0.tgz auth=false"}, victim.taken())
 
 	got, err = f.Fetch(ctx, victimRelease, inputs)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kumodo/convoy-apiserver/pkg/archive"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // link is a link of a bundle or a commit, by name, and what it is ("a
@@ -57,8 +58,8 @@ func unbundle(where string, data []byte, limit int64) ([]File, []link, error) {
 
 // archiveReasons are the reasons of an archive's refusals.
 var archiveReasons = map[archive.Kind]string{
-	archive.KindTooLarge:    ReasonArtifactTooLarge,
-	archive.KindUnsupported: ReasonArtifactUnsupported,
+	archive.KindTooLarge:    sourcefailure.ReasonArtifactTooLarge,
+	archive.KindUnsupported: sourcefailure.ReasonArtifactUnsupported,
 	archive.KindLink:        failure.ReasonLinkUnsupported,
 }
 

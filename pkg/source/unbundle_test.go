@@ -14,6 +14,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/internal/tartest"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // A bundle's symbolic and hard links are not read: a link under the
@@ -74,7 +75,7 @@ func TestCleanPath(t *testing.T) {
 		_, err := CleanPath(in)
 		ferr, ok := failure.As(err)
 		require.True(t, ok, "%q: not a failure: %v", in, err)
-		assert.Equal(t, ReasonSourceInvalid, ferr.Reason, in)
+		assert.Equal(t, sourcefailure.ReasonSourceInvalid, ferr.Reason, in)
 	}
 }
 
@@ -88,11 +89,11 @@ func TestConfigMapChartChecked(t *testing.T) {
 		name, reason, message string
 		chart                 []byte
 	}{
-		{name: "sparse file of 1 GiB", chart: tartest.SparseTarGz(t, ociregistry.SparsePAX10, "web/templates/big.yaml", 1<<30), reason: ReasonArtifactTooLarge,
+		{name: "sparse file of 1 GiB", chart: tartest.SparseTarGz(t, ociregistry.SparsePAX10, "web/templates/big.yaml", 1<<30), reason: sourcefailure.ReasonArtifactTooLarge,
 			message: "ConfigMap shop/chart binaryData chart.tgz: the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file web/templates/big.yaml claims 1073741824 bytes"},
-		{name: "sparse file", chart: tartest.SparseTarGz(t, ociregistry.SparseOldGNU, "web/templates/x.yaml", 4096), reason: ReasonArtifactUnsupported,
+		{name: "sparse file", chart: tartest.SparseTarGz(t, ociregistry.SparseOldGNU, "web/templates/x.yaml", 4096), reason: sourcefailure.ReasonArtifactUnsupported,
 			message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a sparse file"},
-		{name: "decompression bomb", chart: tartest.TarGz(t, tartest.Entry{Name: "web/templates/x.yaml", Data: strings.Repeat(" ", 2<<20)}), reason: ReasonArtifactTooLarge,
+		{name: "decompression bomb", chart: tartest.TarGz(t, tartest.Entry{Name: "web/templates/x.yaml", Data: strings.Repeat(" ", 2<<20)}), reason: sourcefailure.ReasonArtifactTooLarge,
 			message: "the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes)"},
 		{name: "a template that is a link", chart: tartest.TarGz(t, tartest.Entry{Name: "web/Chart.yaml", Data: "name: web"}, tartest.Entry{Name: "web/templates/x.yaml", Symlink: "/etc/passwd"}),
 			reason: failure.ReasonLinkUnsupported, message: "ConfigMap shop/chart binaryData chart.tgz: file web/templates/x.yaml of the chart is a symbolic link"},

@@ -25,6 +25,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoykustomize "github.com/kumodo/convoy-apiserver/pkg/kustomize"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // gitRepo is a repository served by git's own http-backend on 127.0.0.1.
@@ -141,7 +142,7 @@ func TestGitCredentials(t *testing.T) {
 	waitInSync(t, ns, "authed", metav1.ConditionTrue, "InSync")
 
 	newSourceRelease(t, ns, "anonymous", gitSource(g.url, convoyv1alpha1.GitReference{Branch: "main"}, "apps/plain"))
-	assertSourceUndetermined(t, ns, "anonymous", source.ReasonSourceUnauthorized, "the server refused the credentials")
+	assertSourceUndetermined(t, ns, "anonymous", sourcefailure.ReasonSourceUnauthorized, "the server refused the credentials")
 }
 
 // Hostile repositories and servers: each Undetermined with its reason while
@@ -180,18 +181,18 @@ func TestGitHostile(t *testing.T) {
 	other := startGitRepo(t, gitserver.Options{})
 	other.commit(t, "main", gitserver.Tree{Files: map[string]string{"big.yaml": tree.Files["apps/big/blob.yaml"]}})
 	newSourceRelease(t, ns, "big", gitSource(other.url, main, ""))
-	assertSourceUndetermined(t, ns, "big", source.ReasonArtifactTooLarge, "file big.yaml is")
+	assertSourceUndetermined(t, ns, "big", sourcefailure.ReasonArtifactTooLarge, "file big.yaml is")
 
 	slow := startGitRepo(t, gitserver.Options{Delay: time.Minute})
 	slow.commit(t, "main", monorepo(t, "blue"))
 	newSourceRelease(t, ns, "slow", gitSource(slow.url, main, "apps/plain"))
-	assertSourceUndetermined(t, ns, "slow", source.ReasonFetchTimeout)
+	assertSourceUndetermined(t, ns, "slow", sourcefailure.ReasonFetchTimeout)
 
 	down := startGitRepo(t, gitserver.Options{})
 	down.commit(t, "main", monorepo(t, "blue"))
 	down.server.SetDown(true)
 	newSourceRelease(t, ns, "down", gitSource(down.url, main, "apps/plain"))
-	assertSourceUndetermined(t, ns, "down", source.ReasonSourceUnreachable)
+	assertSourceUndetermined(t, ns, "down", sourcefailure.ReasonSourceUnreachable)
 
 	// The server kept serving.
 	waitInSync(t, ns, "good", metav1.ConditionTrue, "InSync")
@@ -281,5 +282,5 @@ func TestGitSSH(t *testing.T) {
 	forged := gitSource(srv.RepoURL("apps.git"), convoyv1alpha1.GitReference{Branch: "main"}, "apps/plain")
 	forged.Git.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: "ssh-forged"}
 	newSourceRelease(t, ns, "forged", forged)
-	assertSourceUndetermined(t, ns, "forged", source.ReasonGitHostKeyRefused, "host key mismatch")
+	assertSourceUndetermined(t, ns, "forged", sourcefailure.ReasonGitHostKeyRefused, "host key mismatch")
 }

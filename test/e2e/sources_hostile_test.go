@@ -20,7 +20,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // A bundle layer of about 200 bytes whose one file is a sparse file of
@@ -51,11 +51,11 @@ func TestSourcesSparseFiles(t *testing.T) {
 	newChartRelease(t, ns, "sparse-chart", chart)
 	newSourceRelease(t, ns, "small-sparse", ociSource(reg.URL("manifests/small-sparse"), "1", ""))
 	newDriftRelease(t, ns, "nul", map[string]string{"a.yaml": strings.Repeat("\x00", 4096)})
-	assertUndetermined(t, ns, "sparse", source.ReasonArtifactTooLarge,
+	assertUndetermined(t, ns, "sparse", sourcefailure.ReasonArtifactTooLarge,
 		"the bundle inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file big.yaml claims 1073741824 bytes")
-	assertUndetermined(t, ns, "sparse-chart", source.ReasonArtifactTooLarge,
+	assertUndetermined(t, ns, "sparse-chart", sourcefailure.ReasonArtifactTooLarge,
 		"the chart inflated is larger than the limit of 1048576 bytes (--max-artifact-bytes): its file web/templates/big.yaml claims 1073741824 bytes")
-	assertSourceUndetermined(t, ns, "small-sparse", source.ReasonArtifactUnsupported, "file small.yaml of the bundle is a sparse file, which is not supported")
+	assertSourceUndetermined(t, ns, "small-sparse", sourcefailure.ReasonArtifactUnsupported, "file small.yaml of the bundle is a sparse file, which is not supported")
 	assertUndetermined(t, ns, "nul", "RenderFailed", "ManifestInvalid", "a.yaml: a NUL byte at offset 0: the file is not text")
 	after := peakMemory(t)
 	t.Logf("peak memory of convoy-apiserver: %d MiB before, %d MiB after", before>>20, after>>20)
@@ -98,8 +98,8 @@ func TestSourcesGitSSHLimits(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"refs", 16, source.ReasonGitRefsTooMany, "advertises more than 1000 refs, the limit (--max-git-refs)"},
-		{"bytes", 60000, source.ReasonArtifactTooLarge, "is larger than the limit of 8388608 bytes (--max-git-bytes)"},
+		{"refs", 16, sourcefailure.ReasonGitRefsTooMany, "advertises more than 1000 refs, the limit (--max-git-refs)"},
+		{"bytes", 60000, sourcefailure.ReasonArtifactTooLarge, "is larger than the limit of 8388608 bytes (--max-git-bytes)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			endless, err := gitserver.EndlessRefs(t.TempDir(), tc.nameLen)

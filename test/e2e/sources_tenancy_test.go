@@ -23,7 +23,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // A tenant who runs its own registry or Helm repository cannot get another
@@ -101,10 +101,10 @@ func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
 		src          convoyv1alpha1.ReleaseSource
 		message      string
 	}{
-		{"by-tag", source.ReasonArtifactNotFound, ociSource(attackerReg.URL("evil/web"), "latest", ""), "not found"},
-		{"by-digest", source.ReasonArtifactNotFound, ociSource(attackerReg.URL("evil/web"), "", digest), "not found"},
-		{"own-manifest", source.ReasonDigestMismatch, ociSource(attackerReg.URL("evil/served"), "", digest), ""},
-		{"index", source.ReasonDigestMismatch, convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
+		{"by-tag", sourcefailure.ReasonArtifactNotFound, ociSource(attackerReg.URL("evil/web"), "latest", ""), "not found"},
+		{"by-digest", sourcefailure.ReasonArtifactNotFound, ociSource(attackerReg.URL("evil/web"), "", digest), "not found"},
+		{"own-manifest", sourcefailure.ReasonDigestMismatch, ociSource(attackerReg.URL("evil/served"), "", digest), ""},
+		{"index", sourcefailure.ReasonDigestMismatch, convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
 			URL: attackerRepo.URL, Chart: "private"}}, "not the digest of the index"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

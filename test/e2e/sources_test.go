@@ -26,6 +26,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // webChart is a chart of one ConfigMap web-settings that says its version
@@ -213,7 +214,7 @@ func TestSourcesBundleAndHelmRepository(t *testing.T) {
 	repo.files["web-1.2.0.tgz"] = []byte("not the chart of the index")
 	newSourceRelease(t, ns, "tampered", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
 		URL: repo.URL, Chart: "web", Version: "1.2.0"}})
-	assertSourceUndetermined(t, ns, "tampered", source.ReasonDigestMismatch, "not the digest of the index")
+	assertSourceUndetermined(t, ns, "tampered", sourcefailure.ReasonDigestMismatch, "not the digest of the index")
 }
 
 // A private registry: its Secret works; an identity that may not read the
@@ -247,7 +248,7 @@ func TestSourcesPrivateRegistry(t *testing.T) {
 	standIn.apply(ns, "web")
 	waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 	newSourceRelease(t, ns, "wrong", ociSource(reg.URL("private/web"), "1.0.0", ""), withSecret("wrong"))
-	assertUndetermined(t, ns, "wrong", source.ReasonSourceUnauthorized, "the registry refused the credentials")
+	assertUndetermined(t, ns, "wrong", sourcefailure.ReasonSourceUnauthorized, "the registry refused the credentials")
 
 	// An identity that may read everything but Secrets.
 	bare := newBareNamespace(t)
@@ -260,7 +261,7 @@ func TestSourcesPrivateRegistry(t *testing.T) {
 	// Another tenant names the digest without credentials.
 	other := newNamespace(t)
 	newSourceRelease(t, other, "web", ociSource(reg.URL("private/web"), "", digest))
-	assertUndetermined(t, other, "web", source.ReasonSourceUnauthorized, "confirming access to the manifest")
+	assertUndetermined(t, other, "web", sourcefailure.ReasonSourceUnauthorized, "confirming access to the manifest")
 }
 
 // Bad sources end with their reason; the server keeps serving and the other
@@ -325,15 +326,15 @@ func TestSourcesBadInput(t *testing.T) {
 		src          convoyv1alpha1.ReleaseSource
 		message      string
 	}{
-		{"down", source.ReasonSourceUnreachable, ociSource(downURL, "1", ""), "connection refused"},
-		{"unknown-tag", source.ReasonArtifactNotFound, ociSource(good.URL("charts/web"), "2", ""), "not found"},
-		{"too-large", source.ReasonArtifactTooLarge, ociSource(good.URL("charts/big"), "1", ""), "--max-artifact-bytes"},
-		{"mismatch", source.ReasonDigestMismatch, ociSource(hooked.URL("charts/mismatch"), "1", ""), "are not those of its descriptor"},
-		{"slow", source.ReasonFetchTimeout, ociSource(hooked.URL("charts/slow"), "1", ""), "--fetch-timeout"},
-		{"not-a-chart", source.ReasonArtifactUnsupported, ociSource(good.URL("images/app"), "1", ""), "neither a Helm chart"},
-		{"bomb", source.ReasonArtifactTooLarge, ociSource(good.URL("charts/bomb"), "1", ""), "the chart inflated"},
+		{"down", sourcefailure.ReasonSourceUnreachable, ociSource(downURL, "1", ""), "connection refused"},
+		{"unknown-tag", sourcefailure.ReasonArtifactNotFound, ociSource(good.URL("charts/web"), "2", ""), "not found"},
+		{"too-large", sourcefailure.ReasonArtifactTooLarge, ociSource(good.URL("charts/big"), "1", ""), "--max-artifact-bytes"},
+		{"mismatch", sourcefailure.ReasonDigestMismatch, ociSource(hooked.URL("charts/mismatch"), "1", ""), "are not those of its descriptor"},
+		{"slow", sourcefailure.ReasonFetchTimeout, ociSource(hooked.URL("charts/slow"), "1", ""), "--fetch-timeout"},
+		{"not-a-chart", sourcefailure.ReasonArtifactUnsupported, ociSource(good.URL("images/app"), "1", ""), "neither a Helm chart"},
+		{"bomb", sourcefailure.ReasonArtifactTooLarge, ociSource(good.URL("charts/bomb"), "1", ""), "the chart inflated"},
 		{"template-fails", "RenderFailed", ociSource(good.URL("charts/broken"), "1", ""), good.URL("charts/broken") + ":1@" + brokenDigest + ": chart broken"},
-		{"index-too-large", source.ReasonIndexTooLarge, convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "web"}}, "--max-index-bytes"},
+		{"index-too-large", sourcefailure.ReasonIndexTooLarge, convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "web"}}, "--max-index-bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newSourceRelease(t, ns, tc.name, tc.src)

@@ -15,7 +15,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // testReasons are reasons of each class that no package declares, to see
@@ -53,7 +53,7 @@ func TestStatusOf(t *testing.T) {
 		{name: "render failed", err: renderFailed("TemplateFailed", "templates/deploy.yaml:3: nil pointer"),
 			wantCode: http.StatusUnprocessableEntity, wantReason: ReasonRenderFailed, wantCause: "TemplateFailed",
 			wantMessage: "rendering release shop/web failed (TemplateFailed): templates/deploy.yaml:3: nil pointer"},
-		{name: "inputs unavailable", err: &failure.Error{Reason: source.ReasonInputUnavailable, Message: "reading ConfigMap shop/x: timeout"},
+		{name: "inputs unavailable", err: &failure.Error{Reason: sourcefailure.ReasonInputUnavailable, Message: "reading ConfigMap shop/x: timeout"},
 			wantCode: http.StatusServiceUnavailable, wantReason: metav1.StatusReasonServiceUnavailable, wantMessage: "reading ConfigMap shop/x: timeout"},
 		{name: "the identity refused", err: &failure.Error{Reason: failure.ReasonForbidden, Message: "ServiceAccount shop/default may not read an input of the release"},
 			wantCode: http.StatusUnprocessableEntity, wantReason: ReasonIdentityForbidden,

@@ -1,4 +1,8 @@
-package source
+// Package sourcefailure declares the reasons of a source, or of another
+// input of the render, that could not be read or fetched (pkg/failure),
+// apart from the fetchers so that the render, the HTTP client of the
+// sources and the tests name them without importing pkg/source.
+package sourcefailure
 
 import (
 	"context"
@@ -79,6 +83,20 @@ var (
 		Name: "FetchTimeout", Class: failure.ClassUnavailable, Shows: []failure.Where{failure.InSync, failure.Response},
 		Means:  "fetching the source took longer than --fetch-timeout and was stopped",
 		Action: "check the registry's speed; raise --fetch-timeout if large artifacts are expected",
+	})
+)
+
+// Reasons of Git sources beside those of every source.
+var (
+	ReasonGitHostKeyRefused = failure.Declare(failure.Reason{
+		Name: "GitHostKeyRefused", Class: failure.ClassInvalid, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "the SSH server presented a host key that the known_hosts of the Release's secretRef does not list for its host (or revokes): the server may be impersonated",
+		Action: "check the server's host key out of band, then correct known_hosts in the Secret",
+	})
+	ReasonGitRefsTooMany = failure.Declare(failure.Reason{
+		Name: "GitRefsTooMany", Class: failure.ClassOverLimit, Shows: []failure.Where{failure.InSync, failure.Response}, Refusal: true,
+		Means:  "the repository advertises more refs than --max-git-refs",
+		Action: "raise --max-git-refs, or serve the manifests from a repository with fewer refs",
 	})
 )
 
