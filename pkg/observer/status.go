@@ -29,9 +29,9 @@ import (
 // the API server refused for a value that came from outside the observer.
 var ReasonStatusRefused = failure.Declare(failure.Reason{
 	Name: "StatusRefused", Class: failure.ClassOutcome, Shows: []failure.Where{failure.Event},
-	Means: "the API server refused the observer's status write for a value that came from outside the observer (status.lastResolved: a revision a registry " +
-		"or repository named; status.lastHandledRefreshAt): the condition was written with their last accepted values, and the pass went on to its sync request",
-	Action: "read the Event's message for the field the API server refused; report it as a bug of convoy-apiserver, which bounds both before it writes",
+	Means: "the API server refused a status value that came from outside the observer (status.lastResolved, status.lastHandledRefreshAt): " +
+		"the last accepted values were written instead, and the pass went on",
+	Action: "read the Event's message for the field refused, and report it as a bug: convoy-apiserver bounds both before it writes",
 })
 
 // StatusWriter writes the observer's part of a Release status: the InSync

@@ -32,17 +32,11 @@ import (
 // for and that has none that verifies: nothing of it is rendered.
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
-	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies: with keys, none by a key of its Secret " +
-		"(no signature, another key, a signature of another digest, too many signatures, a signature manifest or referrers index past 1 MiB, no public key in the Secret); " +
-		"keyless, none by a certificate of the trust root " +
-		"and of an expected identity (another issuer or subject, a certificate of another root, no log entry or timestamp the root requires, no usable trust root): " +
-		"nothing of the artifact was rendered, compared or shown; the verdict is kept for 30 seconds (a refresh asks again). Also a stored render (pinned, last " +
-		"healthy, ?render=) whose Secret names no revision of the Release's source (annotation convoy.kumodo.io/resolved-source), one of another repository, or a " +
-		"digest that does not verify now: none of its objects is compared",
-	Action: "sign the digest the message names with one of the keys (cosign sign --key) or in the CI whose identity matchOIDCIdentity expects, " +
-		"or trust the signer: add its public key (a key ending in .pub) to the Secret, or its issuer and subject to matchOIDCIdentity; " +
-		"for a stored render, pin a render convoy's controller stored from a signed digest (a Secret planted by anyone else is refused by " +
-		"artifacts/admission/protect-render-store.yaml), or remove the pin",
+	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies (by a key of the Secret, " +
+		"or keyless by the trust root and an expected identity), or a stored render names no revision that verifies now: nothing of it was rendered, " +
+		"compared or shown; the message names the signature and the step that failed (the cases: docs/users/verification.md)",
+	Action: "sign the digest (cosign sign --key, or in the CI matchOIDCIdentity expects) or trust its signer (its .pub key in the Secret, its issuer " +
+		"and subject in matchOIDCIdentity); for a stored render, pin one stored from a signed digest, or remove the pin",
 })
 
 // TrustRootKey is the key of a trustedRootSecretRef Secret.
