@@ -13,6 +13,7 @@ func addConversionFuncs(scheme *runtime.Scheme) error {
 	return scheme.AddConversionFunc((*url.Values)(nil), (*ReleaseRenderOptions)(nil), func(a, b any, _ conversion.Scope) error {
 		in, out := a.(*url.Values), b.(*ReleaseRenderOptions)
 		out.Render = in.Get("render")
+		out.Revision = in.Get("revision")
 		return nil
 	})
 }

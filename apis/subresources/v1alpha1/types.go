@@ -378,4 +378,12 @@ type ReleaseRenderOptions struct {
 	// desired render.
 	// +optional
 	Render string `json:"render,omitempty"`
+	// revision renders the Release's own source at another revision
+	// instead of the one it resolves to (a pull request's preview): for
+	// Git a commit hash, a full ref name (refs/pull/123/head) or a branch
+	// or tag name; for OCI a tag or a digest; for a Helm repository a
+	// chart version. Not with render. Never written into status, never
+	// used by the loops.
+	// +optional
+	Revision string `json:"revision,omitempty"`
 }

@@ -3242,6 +3242,13 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseRenderOptions(ref
 							Format:      "",
 						},
 					},
+					"revision": {
+						SchemaProps: spec.SchemaProps{
+							Description: "revision renders the Release's own source at another revision instead of the one it resolves to (a pull request's preview): for Git a commit hash, a full ref name (refs/pull/123/head) or a branch or tag name; for OCI a tag or a digest; for a Helm repository a chart version. Not with render. Never written into status, never used by the loops.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 				},
 			},
 		},
