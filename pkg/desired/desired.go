@@ -17,7 +17,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/revision"
 )
 
 // Renderer makes a fresh render of a Release.
@@ -50,7 +50,7 @@ type Ask struct {
 	// Render is the renderRef of a stored render (?render=REF).
 	Render string
 	// Revision is a revision of the Release's own source to render
-	// (?revision=REV, source.WithRevision): a fresh render of it, pins and
+	// (?revision=REV, revision.With): a fresh render of it, pins and
 	// rollbacks aside, for a look only (never the loops').
 	Revision string
 }
@@ -81,7 +81,7 @@ func (r *Resolver) Resolve(ctx context.Context, release *convoyv1alpha1.Release,
 		if ask.Render != "" {
 			return nil, errors.New("a stored render and a revision cannot both be asked for")
 		}
-		at, err := r.renderer.Render(source.WithRevision(ctx, ask.Revision), release)
+		at, err := r.renderer.Render(revision.With(ctx, ask.Revision), release)
 		if err != nil {
 			return nil, err
 		}

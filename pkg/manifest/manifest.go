@@ -39,6 +39,12 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// IsFile tells whether a ConfigMap key or a file of a source holds
+// manifests: its name ends .yaml, .yml or .json.
+func IsFile(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")
+}
+
 // ParseFile parses one file of manifests the way kubectl apply -f and
 // Helm's kube client read a stream (cli-runtime's StreamVisitor): with
 // apimachinery's YAMLOrJSONDecoder, which takes a stream that starts with

@@ -1,7 +1,8 @@
 // Package redact keeps Secret values from leaving the server: /preview and
 // /diff show each value of a Secret's data and stringData as a marker that
 // carries a short keyed hash, so that a changed value still shows as a change
-// and an unchanged one does not.
+// and an unchanged one does not. URL takes the credentials out of a URL a
+// source prints.
 package redact
 
 import (

@@ -20,6 +20,7 @@ import (
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
+	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
@@ -99,7 +100,7 @@ func (r *Renderer) renderDirectory(ctx context.Context, release *convoyv1alpha1.
 	}
 	var manifests []source.File
 	for _, f := range src.Files {
-		if _, ok := under(f.Name); ok && source.IsManifestFile(f.Name) {
+		if _, ok := under(f.Name); ok && manifest.IsFile(f.Name) {
 			manifests = append(manifests, f)
 		}
 	}

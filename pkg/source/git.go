@@ -18,6 +18,8 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/egress"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/git"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
+	"github.com/kumodo/convoy-apiserver/pkg/revision"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
@@ -63,7 +65,7 @@ func checkGitURL(raw string) (*url.URL, error) {
 
 // redactURL is raw without its user information.
 func redactURL(raw string) string {
-	r, _ := withoutUserinfo(raw)
+	r, _ := redact.URL(raw)
 	return r
 }
 
@@ -85,17 +87,13 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 	if err != nil {
 		return nil, err
 	}
-	if rev := RevisionFrom(ctx); rev != "" {
-		if err := CheckRevision(rev); err != nil {
-			return nil, err
-		}
-		r, err := gitRevision(src.URL, rev, src.Ref, refs)
+	if rev := revision.From(ctx); rev != "" {
+		p, err := revision.Git(src.URL, rev, src.Ref, refs)
 		if err != nil {
 			return nil, err
 		}
-		r.creds = creds
-		r.resolved = &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: src.URL, Ref: r.ref, Commit: r.commit}
-		return r, nil
+		return &gitResolution{url: src.URL, creds: creds, ref: p.Ref, commit: p.Commit, tip: p.Tip,
+			resolved: &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: src.URL, Ref: p.Ref, Commit: p.Commit}}, nil
 	}
 	r := &gitResolution{url: src.URL, creds: creds}
 	ref := src.Ref

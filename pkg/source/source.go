@@ -32,7 +32,9 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/git"
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/kustomize"
+	"github.com/kumodo/convoy-apiserver/pkg/manifest"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
+	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/sigstoreroot"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcehttp"
@@ -220,11 +222,6 @@ func CleanPath(p string) (string, error) {
 		return c, nil
 	}
 	return "", nil
-}
-
-// IsManifestFile tells whether a ConfigMap key or a file holds manifests.
-func IsManifestFile(name string) bool {
-	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") || strings.HasSuffix(name, ".json")
 }
 
 // Fetcher fetches sources. It is safe for concurrent use; one Fetcher
@@ -449,33 +446,11 @@ func (f *Fetcher) resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 // holds the URL without its user information, so neither the password nor
 // the user name is printed.
 func refuseUserinfo(rawURL string) error {
-	redacted, had := withoutUserinfo(rawURL)
+	redacted, had := redact.URL(rawURL)
 	if !had {
 		return nil
 	}
 	return failure.New(sourcefailure.ReasonSourceInvalid, nil, "%s: the URL must not hold credentials (user:password@): use secretRef", redacted)
-}
-
-// withoutUserinfo returns rawURL without the user information of its
-// authority, and whether it had one. It reads the text, so a URL that does
-// not parse is redacted as well: the authority follows the first "//" up to
-// the first "/", "?" or "#", and its user information is what comes before
-// its last "@", as net/url reads them.
-func withoutUserinfo(rawURL string) (string, bool) {
-	_, rest, ok := strings.Cut(rawURL, "//")
-	if !ok {
-		return rawURL, false
-	}
-	start := len(rawURL) - len(rest)
-	authority := rest
-	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
-		authority = rest[:end]
-	}
-	at := strings.LastIndex(authority, "@")
-	if at < 0 {
-		return rawURL, false
-	}
-	return rawURL[:start] + rest[at+1:], true
 }
 
 // configMap reads a source ConfigMap: a packaged chart in binaryData
@@ -500,7 +475,7 @@ func configMap(ctx context.Context, namespace, name string, inputs Inputs) (*Sou
 	usable := false
 	for k, v := range cm.Data {
 		files = append(files, File{Name: k, Where: where + " key " + k, Data: []byte(v)})
-		usable = usable || IsManifestFile(k) || slices.Contains(kustomize.FileNames, k)
+		usable = usable || manifest.IsFile(k) || slices.Contains(kustomize.FileNames, k)
 	}
 	for k, v := range cm.BinaryData {
 		files = append(files, File{Name: k, Where: where + " binaryData key " + k, Data: v})

@@ -23,7 +23,7 @@ import (
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/requests"
-	"github.com/kumodo/convoy-apiserver/pkg/source"
+	"github.com/kumodo/convoy-apiserver/pkg/revision"
 )
 
 // Engines are what the REST storage serves from: the same engines the
@@ -88,7 +88,7 @@ func getRelease(ctx context.Context, releases convoyclient.ReleasesGetter, name 
 		if opts.Render != "" {
 			return nil, nil, apierrors.NewBadRequest("render and revision cannot both be asked for: a stored render has its own revision")
 		}
-		if err := source.CheckRevision(opts.Revision); err != nil {
+		if err := revision.Check(opts.Revision); err != nil {
 			return nil, nil, apierrors.NewBadRequest(err.Error())
 		}
 	}
