@@ -182,8 +182,8 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 }
 
 // Desired returns the desired render of release (or what ask asks for: a
-// stored render, a revision), read or rendered as the Release's identity: the render
-// /diff and the drift loop compare, for GET /preview. Its error is a
+// stored render, a revision), read or rendered as the Release's identity:
+// the render /diff and the drift loop compare, for GET /preview. Its error is a
 // *failure.Error with the reason the InSync condition would have (see
 // classifyBeforeCompare), or ReasonRenderNotStored.
 func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, ask desired.Ask) (result *desired.Result, err error) {
