@@ -71,11 +71,11 @@ func NewResolver(renderer Renderer, store Store, verifier Verifier) *Resolver {
 // ask.Revision set it renders the source at that revision (source
 // Revision). With ask.Render set it returns that stored render (source
 // Stored) and an error wrapping render.ErrNotStored when it is not stored.
-// A fresh render that fails returns the *render.Error. Reading the store fails only on a real error: a pinned or last healthy
-// render that is not stored falls through to the next choice. A stored
-// render the Verifier refuses is that refusal (SignatureUnverified): it
-// does not fall through to a fresh render, which is not what the Release
-// asked for.
+// A fresh render that fails returns the *render.Error. Reading the store
+// fails only on a real error: a pinned or last healthy render that is not
+// stored falls through to the next choice. A stored render the Verifier
+// refuses is that refusal (SignatureUnverified): it does not fall through
+// to a fresh render, which is not what the Release asked for.
 func (r *Resolver) Resolve(ctx context.Context, release *convoyv1alpha1.Release, ask Ask) (*Result, error) {
 	if ask.Revision != "" {
 		if ask.Render != "" {
