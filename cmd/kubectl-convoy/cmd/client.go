@@ -35,6 +35,7 @@ type request struct {
 	namespace   string
 	name        string
 	render      string // ?render=REF
+	revision    string // ?revision=REV
 }
 
 func (r request) path() string {
@@ -108,6 +109,9 @@ func (c *client) do(ctx context.Context, req request, body []byte, into any) ([]
 	}
 	if req.render != "" {
 		r = r.Param("render", req.render)
+	}
+	if req.revision != "" {
+		r = r.Param("revision", req.revision)
 	}
 	result := r.Do(ctx)
 	raw, err := result.Raw()
