@@ -151,6 +151,19 @@ func (r *Repo) Tag(name, sha string) error {
 	return err
 }
 
+// SetRef points the full ref name (refs/pull/7/head, as a forge keeps a
+// pull request's head) at sha.
+func (r *Repo) SetRef(name, sha string) error {
+	_, err := r.git(nil, "update-ref", "-m", "gitserver: set", name, sha)
+	return err
+}
+
+// DeleteRef deletes the full ref name.
+func (r *Repo) DeleteRef(name string) error {
+	_, err := r.git(nil, "update-ref", "-d", name)
+	return err
+}
+
 // AnnotatedTag makes an annotated tag name of sha with message, tagged by
 // r.Committer.
 func (r *Repo) AnnotatedTag(name, sha, message string) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // DefaultRenderCacheBytes bounds the renders a RenderCache keeps, by the
@@ -127,6 +128,11 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s/%s/%s", release.UID, spec, access.Identity.UserName(), access.Target.Name)
+	if rev := source.RevisionFrom(ctx); rev != "" {
+		// Another revision's render names it in its resolvedSource: it is
+		// never served to the loops, nor theirs to a revision.
+		fmt.Fprintf(&b, "/revision=%q", rev)
+	}
 	var inputs []input
 	secretRefs := func(refs ...*convoyv1alpha1.LocalObjectReference) {
 		for _, r := range refs {

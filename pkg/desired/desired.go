@@ -17,6 +17,7 @@ import (
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Renderer makes a fresh render of a Release.
@@ -43,6 +44,17 @@ type Result struct {
 	*render.Render
 }
 
+// Ask is what a caller asks of Resolve; the zero Ask is the desired
+// render.
+type Ask struct {
+	// Render is the renderRef of a stored render (?render=REF).
+	Render string
+	// Revision is a revision of the Release's own source to render
+	// (?revision=REV, source.WithRevision): a fresh render of it, pins and
+	// rollbacks aside, for a look only (never the loops').
+	Revision string
+}
+
 // Resolver picks the desired render.
 type Resolver struct {
 	renderer Renderer
@@ -55,16 +67,27 @@ func NewResolver(renderer Renderer, store Store, verifier Verifier) *Resolver {
 	return &Resolver{renderer: renderer, store: store, verifier: verifier}
 }
 
-// Resolve returns the desired render of release. With ref set it returns that
-// stored render (source Stored) and an error wrapping render.ErrNotStored when
-// it is not stored. A fresh render that fails returns the *render.Error.
+// Resolve returns the desired render of release, or what ask asks for. With
+// ask.Revision set it renders the source at that revision (source Revision).
+// With ask.Render set it returns that stored render (source Stored) and an
+// error wrapping render.ErrNotStored when it is not stored. A fresh render that fails returns the *render.Error.
 // Reading the store fails only on a real error: a pinned or last healthy
 // render that is not stored falls through to the next choice. A stored
 // render the Verifier refuses is that refusal (SignatureUnverified): it
 // does not fall through to a fresh render, which is not what the Release
 // asked for.
-func (r *Resolver) Resolve(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*Result, error) {
-	if ref != "" {
+func (r *Resolver) Resolve(ctx context.Context, release *convoyv1alpha1.Release, ask Ask) (*Result, error) {
+	if ask.Revision != "" {
+		if ask.Render != "" {
+			return nil, errors.New("a stored render and a revision cannot both be asked for")
+		}
+		at, err := r.renderer.Render(source.WithRevision(ctx, ask.Revision), release)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Source: subresourcesv1alpha1.RenderSourceRevision, Render: at}, nil
+	}
+	if ref := ask.Render; ref != "" {
 		stored, err := r.store.Get(ctx, release.Namespace, release.Name, ref)
 		if err == nil {
 			err = r.verify(ctx, release, subresourcesv1alpha1.RenderSourceStored, stored)

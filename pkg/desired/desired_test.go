@@ -132,7 +132,7 @@ func TestResolve(t *testing.T) {
 				m(release)
 			}
 			r := NewResolver(fakeRenderer{err: tc.renderErr}, fakeStore{renders: tc.stored, err: tc.storeErr}, fakeVerifier{})
-			got, err := r.Resolve(context.Background(), release, tc.ref)
+			got, err := r.Resolve(context.Background(), release, Ask{Render: tc.ref})
 			if tc.wantErr != nil {
 				require.ErrorIs(t, err, tc.wantErr)
 				if f, ok := failure.As(err); ok && tc.wantErr == errUnverified {

@@ -8,6 +8,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 )
 
 // Reasons of the failures found before the compare: the InSync condition's
@@ -30,6 +31,14 @@ var (
 // asked for (Options.Render) that is not stored.
 func IsRenderNotStored(err error) bool {
 	_, ok := failure.Find(err, ReasonRenderNotStored)
+	return ok
+}
+
+// IsRevisionNotFound reports whether err is the failure of a revision
+// asked for (Options.Revision) that the source does not have: no such
+// commit, ref, tag, digest or chart version (ArtifactNotFound).
+func IsRevisionNotFound(err error) bool {
+	_, ok := failure.Find(err, sourcefailure.ReasonArtifactNotFound)
 	return ok
 }
 

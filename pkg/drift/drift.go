@@ -104,6 +104,11 @@ type Options struct {
 	// Render, when set, compares the stored render with that renderRef
 	// instead of the desired render (GET /diff?render=REF).
 	Render string
+	// Revision, when set, compares a render of the Release's own source at
+	// that revision instead (GET /diff?revision=REV, desired.Ask): not with
+	// Render, never the loops'. A revision the source does not have is an
+	// error (IsRevisionNotFound), not a report.
+	Revision string
 	// ExtraObjects also lists the objects the next sync would prune (see
 	// Report.ExtraObjects): what /diff shows, and the loop does not need.
 	ExtraObjects bool
@@ -153,9 +158,9 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 		}
 	}()
 	ctx = opts.context(ctx)
-	access, want, f := c.desired(ctx, release, opts.Render)
+	access, want, f := c.desired(ctx, release, desired.Ask{Render: opts.Render, Revision: opts.Revision})
 	if f != nil {
-		if f.Reason == ReasonRenderNotStored || errors.Is(f, park.ErrParked) {
+		if f.Reason == ReasonRenderNotStored || errors.Is(f, park.ErrParked) || (opts.Revision != "" && IsRevisionNotFound(f)) {
 			return nil, f
 		}
 		return &Report{Result: compare.Undetermined(f.Reason, f.Message)}, nil
@@ -176,18 +181,18 @@ func (c *Checker) Check(ctx context.Context, release *convoyv1alpha1.Release, op
 	return report, nil
 }
 
-// Desired returns the desired render of release (or the stored render ref,
-// when ref is set), read or rendered as the Release's identity: the render
+// Desired returns the desired render of release (or what ask asks for: a
+// stored render, a revision), read or rendered as the Release's identity: the render
 // /diff and the drift loop compare, for GET /preview. Its error is a
 // *failure.Error with the reason the InSync condition would have (see
 // classifyBeforeCompare), or ReasonRenderNotStored.
-func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (result *desired.Result, err error) {
+func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, ask desired.Ask) (result *desired.Result, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, err = nil, failure.Recovered(ctx, r)
 		}
 	}()
-	_, want, f := c.desired(ctx, release, ref)
+	_, want, f := c.desired(ctx, release, ask)
 	if f != nil {
 		return nil, f
 	}
@@ -196,12 +201,12 @@ func (c *Checker) Desired(ctx context.Context, release *convoyv1alpha1.Release, 
 
 // desired gets the Access of release and its desired render; a failure of
 // either is classified.
-func (c *Checker) desired(ctx context.Context, release *convoyv1alpha1.Release, ref string) (*cluster.Access, *desired.Result, *failure.Error) {
+func (c *Checker) desired(ctx context.Context, release *convoyv1alpha1.Release, ask desired.Ask) (*cluster.Access, *desired.Result, *failure.Error) {
 	access, err := c.targets.ForRelease(ctx, release)
 	if err != nil {
 		return nil, nil, classifyBeforeCompare(err, stepAccess, cluster.Identity{})
 	}
-	want, err := desired.For(c.render, c.renders, access).Resolve(ctx, release, ref)
+	want, err := desired.For(c.render, c.renders, access).Resolve(ctx, release, ask)
 	if err != nil {
 		return access, nil, classifyBeforeCompare(err, stepRender, access.Identity)
 	}

@@ -199,7 +199,7 @@ func TestCheckPanicIsUndetermined(t *testing.T) {
 	assert.Equal(t, failure.ReasonInternalError, report.Reason)
 	assert.Contains(t, report.Message, "injected panic")
 
-	_, err = c.Desired(context.Background(), &convoyv1alpha1.Release{}, "")
+	_, err = c.Desired(context.Background(), &convoyv1alpha1.Release{}, desired.Ask{})
 	assert.Equal(t, failure.ReasonInternalError, failure.ReasonOf(err))
 	assert.ErrorContains(t, err, "injected panic")
 }

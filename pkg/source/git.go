@@ -85,6 +85,18 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 	if err != nil {
 		return nil, err
 	}
+	if rev := RevisionFrom(ctx); rev != "" {
+		if err := CheckRevision(rev); err != nil {
+			return nil, err
+		}
+		r, err := gitRevision(src.URL, rev, src.Ref, refs)
+		if err != nil {
+			return nil, err
+		}
+		r.creds = creds
+		r.resolved = &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: src.URL, Ref: r.ref, Commit: r.commit}
+		return r, nil
+	}
 	r := &gitResolution{url: src.URL, creds: creds}
 	ref := src.Ref
 	switch {

@@ -305,6 +305,9 @@ var errFetchTimeout = errors.New("fetch timeout")
 // whose request did not end within its grace: see shared).
 func (f *Fetcher) Fetch(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (*Source, error) {
 	out, err := f.fetch(ctx, release, inputs)
+	if fresh, again := f.freshRevision(ctx, err); again {
+		out, err = f.fetch(fresh, release, inputs)
+	}
 	if !errors.Is(err, park.ErrParked) { // no outcome yet
 		fetches.WithLabelValues(kindLabel(release.Spec.Source), outcomeOf(err)).Inc()
 	}
@@ -347,7 +350,12 @@ func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "spec.source sets no source kind")
 	case len(set) > 1:
 		return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "spec.source sets more than one source kind: %s", strings.Join(set, ", "))
-	case src.ConfigMap != nil:
+	}
+	src, err := atRevision(ctx, src)
+	if err != nil {
+		return nil, countRefusal(err)
+	}
+	if src.ConfigMap != nil {
 		out, err := configMap(ctx, release.Namespace, src.ConfigMap.Name, inputs)
 		if err != nil {
 			return nil, err
@@ -365,7 +373,6 @@ func (f *Fetcher) fetch(ctx context.Context, release *convoyv1alpha1.Release, in
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
 	var out *Source
-	var err error
 	switch {
 	case src.OCIRepository != nil:
 		out, err = f.oci(ctx, release.Namespace, src.OCIRepository, inputs)
@@ -396,6 +403,9 @@ func (f *Fetcher) timedOut(ctx context.Context, err error) error {
 // requests take slots as Fetch's do.
 func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
 	digest, err := f.resolve(ctx, release, inputs)
+	if fresh, again := f.freshRevision(ctx, err); again {
+		digest, err = f.resolve(fresh, release, inputs)
+	}
 	if kind := kindLabel(release.Spec.Source); kind != "configMap" && kind != "invalid" && !errors.Is(err, park.ErrParked) {
 		resolves.WithLabelValues(kind, outcomeOf(err)).Inc()
 	}
@@ -403,7 +413,10 @@ func (f *Fetcher) Resolve(ctx context.Context, release *convoyv1alpha1.Release, 
 }
 
 func (f *Fetcher) resolve(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs) (string, error) {
-	src := release.Spec.Source
+	src, err := atRevision(ctx, release.Spec.Source)
+	if err != nil {
+		return "", countRefusal(err)
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
 	switch {

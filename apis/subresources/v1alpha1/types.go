@@ -26,6 +26,9 @@ const (
 	RenderSourceFresh       RenderSource = "Fresh"
 	// RenderSourceStored is a render asked for with ?render=REF.
 	RenderSourceStored RenderSource = "Stored"
+	// RenderSourceRevision is a render of the Release's source at the
+	// revision asked for with ?revision=REV.
+	RenderSourceRevision RenderSource = "Revision"
 )
 
 // ResolvedSource is the artifact a fresh render was made from, for a source

@@ -15,7 +15,8 @@ import (
 // DiffREST serves GET releases/NAME/diff: the drift check of the drift loop,
 // run now. A check that cannot complete is a ReleaseDiff with the result
 // Undetermined and its reason, as in the InSync condition; only a render
-// asked for with ?render= that is not stored is an error (404).
+// asked for with ?render= that is not stored, or a revision asked for with
+// ?revision= that the source does not have, is an error (404).
 //
 // It also lists the extraObjects: the ReleaseInventory's entries that the
 // render does not contain and that still exist (drift.Report.ExtraObjects),
@@ -47,7 +48,7 @@ func (*DiffREST) Destroy() {}
 // NamespaceScoped implements rest.Scoper.
 func (*DiffREST) NamespaceScoped() bool { return true }
 
-// NewGetOptions implements rest.GetterWithOptions: ?render=REF.
+// NewGetOptions implements rest.GetterWithOptions: ?render=REF, ?revision=REV.
 func (*DiffREST) NewGetOptions() (runtime.Object, bool, string) {
 	return &subresourcesv1alpha1.ReleaseRenderOptions{}, false, ""
 }
@@ -55,13 +56,13 @@ func (*DiffREST) NewGetOptions() (runtime.Object, bool, string) {
 // Get compares the desired render of the Release name with the live objects.
 func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object) (_ runtime.Object, err error) {
 	defer recoverAsInternalError(ctx, &err)
-	release, ref, err := getRelease(ctx, r.releases, name, options)
+	release, opts, err := getRelease(ctx, r.releases, name, options)
 	if err != nil {
 		return nil, err
 	}
-	report, err := r.checker.Check(ctx, release, drift.Options{Render: ref, ExtraObjects: true})
+	report, err := r.checker.Check(ctx, release, drift.Options{Render: opts.Render, Revision: opts.Revision, ExtraObjects: true})
 	if err != nil {
-		return nil, statusOf(release, ref, err)
+		return nil, statusOf(release, opts, err)
 	}
 	diff := &subresourcesv1alpha1.ReleaseDiff{
 		ObjectMeta:   metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},

@@ -30,8 +30,9 @@ const ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
 // client can read, by the class of its reason (pkg/failure), naming no
 // reason of another package:
 //
-//   - a stored render asked for (?render=REF) that is not stored: 404, the
-//     one NotFound of the request itself;
+//   - a stored render asked for (?render=REF) that is not stored, or a
+//     revision asked for (?revision=REV) that the source does not have:
+//     404, the NotFounds of the request itself;
 //   - Unavailable: 503 (may pass on a retry);
 //   - Internal (and an error without a reason): 500;
 //   - Invalid, NotFound (of an input the Release names: the Release itself
@@ -39,13 +40,18 @@ const ReasonIdentityForbidden metav1.StatusReason = "IdentityForbidden"
 //     as the status reason; RenderFailed carries its cause's reason as the
 //     cause type, and Forbidden, which a client would read as a refusal of
 //     the user asking, is IdentityForbidden.
-func statusOf(release *convoyv1alpha1.Release, ref string, err error) error {
+func statusOf(release *convoyv1alpha1.Release, opts *subresourcesv1alpha1.ReleaseRenderOptions, err error) error {
 	id := release.Namespace + "/" + release.Name
 	if drift.IsRenderNotStored(err) {
 		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
-			fmt.Sprintf("render %s is not in the render store of release %s", ref, id))
+			fmt.Sprintf("render %s is not in the render store of release %s", opts.Render, id))
 	}
 	f, ok := failure.As(err)
+	if ok && opts.Revision != "" && drift.IsRevisionNotFound(err) {
+		cause, _ := failure.Cause(err)
+		return releaseStatus(release, http.StatusNotFound, metav1.StatusReasonNotFound,
+			fmt.Sprintf("release %s: no revision %s of its source: %s", id, opts.Revision, cause.Message))
+	}
 	if !ok {
 		return apierrors.NewInternalError(fmt.Errorf("release %s: %w", id, err))
 	}

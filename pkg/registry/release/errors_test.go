@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
@@ -95,7 +96,7 @@ func TestStatusOf(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var status apierrors.APIStatus
-			require.ErrorAs(t, statusOf(release, "0123456789abcdef", tc.err), &status)
+			require.ErrorAs(t, statusOf(release, &subresourcesv1alpha1.ReleaseRenderOptions{Render: "0123456789abcdef"}, tc.err), &status)
 			assert.Equal(t, tc.wantCode, status.Status().Code)
 			assert.Equal(t, tc.wantReason, status.Status().Reason)
 			assert.Contains(t, status.Status().Message, tc.wantMessage)
@@ -104,6 +105,34 @@ func TestStatusOf(t *testing.T) {
 				require.Len(t, status.Status().Details.Causes, 1)
 				assert.Equal(t, tc.wantCause, status.Status().Details.Causes[0].Type)
 			}
+		})
+	}
+}
+
+// A revision the source does not have is a 404 of the request, naming it;
+// without ?revision= the same failure is a render that failed.
+func TestStatusOfRevision(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop"}}
+	cause := &failure.Error{Reason: sourcefailure.ReasonArtifactNotFound, Message: `https://git.example/app: revision "nope" is no commit hash, ref, tag or branch of the repository`}
+	err := failure.Quiet(drift.ReasonRenderFailed, cause, "%s: %s", cause.Reason, cause.Message)
+	cases := []struct {
+		name       string
+		revision   string
+		wantCode   int32
+		wantReason metav1.StatusReason
+		wantIn     string
+	}{
+		{name: "at a revision", revision: "nope", wantCode: http.StatusNotFound, wantReason: metav1.StatusReasonNotFound,
+			wantIn: `release shop/web: no revision nope of its source: https://git.example/app: revision "nope" is no commit hash`},
+		{name: "at the Release's own", wantCode: http.StatusUnprocessableEntity, wantReason: ReasonRenderFailed, wantIn: "rendering release shop/web failed (ArtifactNotFound)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var status apierrors.APIStatus
+			require.ErrorAs(t, statusOf(release, &subresourcesv1alpha1.ReleaseRenderOptions{Revision: tc.revision}, err), &status)
+			assert.Equal(t, tc.wantCode, status.Status().Code)
+			assert.Equal(t, tc.wantReason, status.Status().Reason)
+			assert.Contains(t, status.Status().Message, tc.wantIn)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/drift"
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
@@ -54,13 +55,13 @@ func (*PreviewREST) NewGetOptions() (runtime.Object, bool, string) {
 // the render store) as the Release's identity.
 func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Object) (_ runtime.Object, err error) {
 	defer recoverAsInternalError(ctx, &err)
-	release, ref, err := getRelease(ctx, r.releases, name, options)
+	release, opts, err := getRelease(ctx, r.releases, name, options)
 	if err != nil {
 		return nil, err
 	}
-	result, err := r.checker.Desired(ctx, release, ref)
+	result, err := r.checker.Desired(ctx, release, desired.Ask{Render: opts.Render, Revision: opts.Revision})
 	if err != nil {
-		return nil, statusOf(release, ref, err)
+		return nil, statusOf(release, opts, err)
 	}
 	preview := &subresourcesv1alpha1.ReleasePreview{
 		ObjectMeta:     metav1.ObjectMeta{Name: release.Name, Namespace: release.Namespace},

@@ -23,6 +23,7 @@ import (
 	convoyclient "github.com/kumodo/convoy-apiserver/pkg/generated/clientset/versioned/typed/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/requests"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // Engines are what the REST storage serves from: the same engines the
@@ -73,25 +74,34 @@ func (*REST) GetSingularName() string { return "release" }
 
 var renderRefPattern = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
-// getRelease reads the Release of the request and the ?render= option.
-func getRelease(ctx context.Context, releases convoyclient.ReleasesGetter, name string, options runtime.Object) (*convoyv1alpha1.Release, string, error) {
+// getRelease reads the Release of the request and its options (?render=,
+// ?revision=), refusing malformed ones with a 400.
+func getRelease(ctx context.Context, releases convoyclient.ReleasesGetter, name string, options runtime.Object) (*convoyv1alpha1.Release, *subresourcesv1alpha1.ReleaseRenderOptions, error) {
 	opts, ok := options.(*subresourcesv1alpha1.ReleaseRenderOptions)
 	if !ok {
-		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("unexpected options %T", options))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("unexpected options %T", options))
 	}
 	if opts.Render != "" && !renderRefPattern.MatchString(opts.Render) {
-		return nil, "", apierrors.NewBadRequest(fmt.Sprintf("render=%q is not a renderRef (16 lower-case hex digits)", opts.Render))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("render=%q is not a renderRef (16 lower-case hex digits)", opts.Render))
+	}
+	if opts.Revision != "" {
+		if opts.Render != "" {
+			return nil, nil, apierrors.NewBadRequest("render and revision cannot both be asked for: a stored render has its own revision")
+		}
+		if err := source.CheckRevision(opts.Revision); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
 	}
 	namespace, ok := genericapirequest.NamespaceFrom(ctx)
 	if !ok || namespace == "" {
-		return nil, "", apierrors.NewBadRequest("a namespace is required")
+		return nil, nil, apierrors.NewBadRequest("a namespace is required")
 	}
 	release, err := releases.Releases(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, "", apierrors.NewNotFound(subresourcesv1alpha1.Resource("releases"), name)
+		return nil, nil, apierrors.NewNotFound(subresourcesv1alpha1.Resource("releases"), name)
 	}
 	if err != nil {
-		return nil, "", apierrors.NewInternalError(fmt.Errorf("reading release %s/%s: %w", namespace, name, err))
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("reading release %s/%s: %w", namespace, name, err))
 	}
-	return release, opts.Render, nil
+	return release, opts, nil
 }

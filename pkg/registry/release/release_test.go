@@ -3,6 +3,7 @@ package release
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +45,12 @@ func TestGetRefusesMalformedRequests(t *testing.T) {
 			options: &subresourcesv1alpha1.ReleaseRenderOptions{Render: "../etc"}, message: `render="../etc" is not a renderRef (16 lower-case hex digits)`},
 		{name: "a renderRef in upper case", storages: []string{"diff", "preview"}, ctx: inShop,
 			options: &subresourcesv1alpha1.ReleaseRenderOptions{Render: "0123456789ABCDEF"}, message: "is not a renderRef"},
+		{name: "a render and a revision", storages: []string{"diff", "preview"}, ctx: inShop,
+			options: &subresourcesv1alpha1.ReleaseRenderOptions{Render: "0123456789abcdef", Revision: "main"}, message: "render and revision cannot both be asked for"},
+		{name: "a revision with white space", storages: []string{"diff", "preview"}, ctx: inShop,
+			options: &subresourcesv1alpha1.ReleaseRenderOptions{Revision: "main --upload-pack=x"}, message: "is not a revision: 1 to 255 characters, no white space"},
+		{name: "a revision too long", storages: []string{"diff", "preview"}, ctx: inShop,
+			options: &subresourcesv1alpha1.ReleaseRenderOptions{Revision: strings.Repeat("a", 256)}, message: "is not a revision"},
 		{name: "other options", storages: []string{"diff", "preview"}, ctx: inShop,
 			options: &metav1.GetOptions{}, message: "unexpected options *v1.GetOptions"},
 	}
