@@ -51,7 +51,13 @@ type client struct {
 }
 
 // client returns a client for the cluster and namespace of the flags.
-func (o *Options) client() (*client, error) {
+func (o *Options) client() (*client, error) { return o.clientWithRate(0) }
+
+// clientWithRate is client with a client-side rate limit of qps requests
+// a second (bursts of twice that), client-go's default (5) when 0: a
+// command that asks about many Releases at a time bounds itself with its
+// --concurrency instead.
+func (o *Options) clientWithRate(qps float32) (*client, error) {
 	config, err := o.Flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -61,6 +67,9 @@ func (o *Options) client() (*client, error) {
 		return nil, err
 	}
 	config = rest.CopyConfig(config)
+	if qps > 0 {
+		config.QPS, config.Burst = qps, int(2*qps)
+	}
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent() // kubectl-convoy/VERSION (OS/ARCH) ...
 	}

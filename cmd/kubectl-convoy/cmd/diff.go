@@ -144,9 +144,6 @@ func diffExitCode(d *subresourcesv1alpha1.ReleaseDiff) (int, error) {
 	}
 }
 
-// renderSourceRevision is the render source of a render at ?revision=.
-const renderSourceRevision subresourcesv1alpha1.RenderSource = "Revision"
-
 // ANSI colours of the diff.
 const (
 	ansiReset = "\x1b[0m"
@@ -171,7 +168,7 @@ func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool, n
 		fmt.Fprintf(&b, ", render %s (%s)", d.RenderRef, d.RenderSource)
 	}
 	fmt.Fprintf(&b, ": %s\n", d.Result)
-	if d.RenderSource == renderSourceRevision && d.ResolvedSource != nil {
+	if d.RenderSource == subresourcesv1alpha1.RenderSourceRevision && d.ResolvedSource != nil {
 		fmt.Fprintf(&b, "Revision: %s\n", printers.EscapeTerminal(describe.Resolved(d.ResolvedSource)))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {

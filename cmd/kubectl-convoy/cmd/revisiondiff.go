@@ -134,7 +134,8 @@ func (o *Options) runRevisionDiff(ctx context.Context, d *revisionDiffOptions) (
 	if err != nil {
 		return diffreport.ExitError, err
 	}
-	c, err := o.client()
+	// Two requests per Release at most (diff, preview), d.concurrency at a time.
+	c, err := o.clientWithRate(float32(max(5, 10*d.concurrency)))
 	if err != nil {
 		return diffreport.ExitError, err
 	}

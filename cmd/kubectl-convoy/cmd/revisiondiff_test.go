@@ -51,7 +51,7 @@ func revisionDiff(name, ref string, drifted bool) answer {
 	d := subresourcesv1alpha1.ReleaseDiff{
 		TypeMeta:   metav1.TypeMeta{Kind: "ReleaseDiff", APIVersion: subresourcesv1alpha1.SchemeGroupVersion.String()},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name},
-		RenderRef:  ref, RenderSource: renderSourceRevision, Result: subresourcesv1alpha1.DiffInSync,
+		RenderRef:  ref, RenderSource: subresourcesv1alpha1.RenderSourceRevision, Result: subresourcesv1alpha1.DiffInSync,
 		ResolvedSource: &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/org/apps", Ref: "refs/heads/pr", Commit: strings.Repeat("a", 40)},
 		Objects:        []subresourcesv1alpha1.ObjectDiff{{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: name, Status: subresourcesv1alpha1.ObjectInSync}},
 	}
