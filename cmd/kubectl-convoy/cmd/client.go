@@ -35,6 +35,7 @@ type request struct {
 	namespace   string
 	name        string
 	render      string // ?render=REF
+	revision    string // ?revision=REV
 }
 
 func (r request) path() string {
@@ -50,7 +51,13 @@ type client struct {
 }
 
 // client returns a client for the cluster and namespace of the flags.
-func (o *Options) client() (*client, error) {
+func (o *Options) client() (*client, error) { return o.clientWithRate(0) }
+
+// clientWithRate is client with a client-side rate limit of qps requests
+// a second (bursts of twice that), client-go's default (5) when 0: a
+// command that asks about many Releases at a time bounds itself with its
+// --concurrency instead.
+func (o *Options) clientWithRate(qps float32) (*client, error) {
 	config, err := o.Flags.ToRESTConfig()
 	if err != nil {
 		return nil, err
@@ -60,6 +67,9 @@ func (o *Options) client() (*client, error) {
 		return nil, err
 	}
 	config = rest.CopyConfig(config)
+	if qps > 0 {
+		config.QPS, config.Burst = qps, int(2*qps)
+	}
 	if config.UserAgent == "" {
 		config.UserAgent = rest.DefaultKubernetesUserAgent() // kubectl-convoy/VERSION (OS/ARCH) ...
 	}
@@ -108,6 +118,9 @@ func (c *client) do(ctx context.Context, req request, body []byte, into any) ([]
 	}
 	if req.render != "" {
 		r = r.Param("render", req.render)
+	}
+	if req.revision != "" {
+		r = r.Param("revision", req.revision)
 	}
 	result := r.Do(ctx)
 	raw, err := result.Raw()

@@ -80,6 +80,8 @@ type fakeServer struct {
 	*httptest.Server
 	mu       sync.Mutex
 	requests []recorded
+	// hook, when set before the first request, runs before each answer.
+	hook func(*http.Request)
 }
 
 type recorded struct {
@@ -94,6 +96,9 @@ func newFakeServer(t *testing.T, answers map[string]answer) *fakeServer {
 		f.mu.Lock()
 		f.requests = append(f.requests, recorded{r.Method, r.URL.Path, r.URL.RawQuery, string(body)})
 		f.mu.Unlock()
+		if f.hook != nil {
+			f.hook(r)
+		}
 		a, ok := answers[r.URL.Path]
 		if !ok {
 			a = groupNotServed

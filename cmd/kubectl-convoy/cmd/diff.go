@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -30,14 +31,20 @@ const (
 )
 
 func newDiffCommand(o *Options) *cobra.Command {
-	var output, render, color string
+	var output, render, revision, color string
 	cmd := &cobra.Command{
-		Use:   "diff NAME [--render REF]",
+		Use:   "diff NAME [--render REF | --revision REV]",
 		Short: "Compare the desired render of a Release with the live objects",
-		Long: `Compare the desired render of a Release (or the stored render REF) with the live
-objects, as the drift loop does: one line per object with its status (InSync,
-Modified, Missing), then a unified diff of the changed fields, live (-) against
-desired (+), with the values as YAML.
+		Long: `Compare the desired render of a Release (or the stored render REF, or a render of
+its source at the revision REV) with the live objects, as the drift loop does: one
+line per object with its status (InSync, Modified, Missing), then a unified diff of
+the changed fields, live (-) against desired (+), with the values as YAML.
+
+--revision renders the Release's own source at another revision (for Git a commit,
+a full ref such as refs/pull/123/head, a branch or a tag; for OCI a tag or a
+digest; for a Helm repository a chart version): what a sync would change once that
+revision is the one the Release follows. Nothing is written or synced. To compare
+every Release of a repository at once: kubectl convoy diff --revision.
 
 Exit status: 0 when the objects are in sync, 1 when they drifted, 2 when the
 compare could not be made (the reason is printed to stderr) or on any error, as
@@ -46,10 +53,11 @@ kubectl diff.
 Needs get on releases/diff in subresources.convoy.kumodo.io.`,
 		Example: `  kubectl convoy release diff web -n shop
   kubectl convoy release diff web -n shop --render 0123456789abcdef
+  kubectl convoy release diff web -n shop --revision refs/pull/123/head
   kubectl convoy release diff web -n shop --color=always | less -R`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := o.runDiff(cmd, args, output, render, color)
+			code, err := o.runDiff(cmd, args, output, request{verb: "get", subresource: "diff", render: render, revision: revision}, color)
 			if err != nil || code != exitInSync {
 				return &ExitError{Code: code, Err: err}
 			}
@@ -58,26 +66,55 @@ Needs get on releases/diff in subresources.convoy.kumodo.io.`,
 	}
 	addOutputFlag(cmd, &output, outputTable, "ReleaseDiff", "the object statuses and a unified diff")
 	cmd.Flags().StringVar(&render, "render", "", "renderRef of a stored render to compare instead of the desired render")
-	cmd.Flags().StringVar(&color, "color", colorAuto, "Colour the diff: auto (when stdout is a terminal), always or never")
-	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{colorAuto, colorAlways, colorNever}, cobra.ShellCompDirectiveNoFileComp))
+	addRevisionFlag(cmd, &revision, "compare")
+	addColorFlag(cmd, &color)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &ExitError{Code: exitError, Err: err} })
 	return cmd
 }
 
-// runDiff runs release diff and returns its exit code.
-func (o *Options) runDiff(cmd *cobra.Command, args []string, output, render, color string) (int, error) {
-	var colored bool
+// addRevisionFlag adds --revision to cmd, which does what to the render.
+func addRevisionFlag(cmd *cobra.Command, revision *string, what string) {
+	cmd.Flags().StringVar(revision, "revision", "", "Render the Release's source at this revision (Git commit, ref, branch or tag; OCI tag or digest; Helm chart version) and "+what+" that render")
+}
+
+// addColorFlag adds --color to cmd.
+func addColorFlag(cmd *cobra.Command, color *string) {
+	cmd.Flags().StringVar(color, "color", colorAuto, "Colour the diff: auto (when stdout is a terminal), always or never")
+	_ = cmd.RegisterFlagCompletionFunc("color", cobra.FixedCompletions([]string{colorAuto, colorAlways, colorNever}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// colored says whether --color=color colours the output.
+func (o *Options) colored(color string) (bool, error) {
 	switch color {
 	case colorAuto:
-		colored = o.isTerminal(o.Streams.Out)
+		return o.isTerminal(o.Streams.Out), nil
 	case colorAlways:
-		colored = true
+		return true, nil
 	case colorNever:
-	default:
-		return exitError, fmt.Errorf("--color must be auto, always or never, not %q", color)
+		return false, nil
+	}
+	return false, fmt.Errorf("--color must be auto, always or never, not %q", color)
+}
+
+// checkRenderOptions refuses --render with --revision, as the server does.
+func checkRenderOptions(req request) error {
+	if req.render != "" && req.revision != "" {
+		return errors.New("--render and --revision cannot be used together: a stored render has its own revision")
+	}
+	return nil
+}
+
+// runDiff runs release diff with req and returns its exit code.
+func (o *Options) runDiff(cmd *cobra.Command, args []string, output string, req request, color string) (int, error) {
+	colored, err := o.colored(color)
+	if err != nil {
+		return exitError, err
+	}
+	if err := checkRenderOptions(req); err != nil {
+		return exitError, err
 	}
 	var diff subresourcesv1alpha1.ReleaseDiff
-	_, _, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "diff", render: render}, nil, &diff)
+	_, _, raw, err := o.callRelease(cmd, args, output, req, nil, &diff)
 	if err != nil {
 		return exitError, err
 	}
@@ -131,6 +168,9 @@ func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool, n
 		fmt.Fprintf(&b, ", render %s (%s)", d.RenderRef, d.RenderSource)
 	}
 	fmt.Fprintf(&b, ": %s\n", d.Result)
+	if d.RenderSource == subresourcesv1alpha1.RenderSourceRevision && d.ResolvedSource != nil {
+		fmt.Fprintf(&b, "Revision: %s\n", printers.EscapeTerminal(describe.Resolved(d.ResolvedSource)))
+	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err
 	}

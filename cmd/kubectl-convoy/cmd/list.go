@@ -71,9 +71,18 @@ func (o *Options) releaseResource(all bool) (dynamic.ResourceInterface, string, 
 		return nil, "", err
 	}
 	if all {
-		return c.dynamic.Resource(releasesGVR), "", nil
+		return c.releases(true), "", nil
 	}
-	return c.dynamic.Resource(releasesGVR).Namespace(c.namespace), c.namespace, nil
+	return c.releases(false), c.namespace, nil
+}
+
+// releases is the dynamic client of Releases in the namespace of c, or of
+// every namespace.
+func (c *client) releases(all bool) dynamic.ResourceInterface {
+	if all {
+		return c.dynamic.Resource(releasesGVR)
+	}
+	return c.dynamic.Resource(releasesGVR).Namespace(c.namespace)
 }
 
 func (o *Options) runList(ctx context.Context, l *listOptions) error {

@@ -15,13 +15,14 @@ import (
 )
 
 func newPreviewCommand(o *Options) *cobra.Command {
-	var output, render string
+	var output, render, revision string
 	var manifests bool
 	cmd := &cobra.Command{
-		Use:   "preview NAME [--render REF]",
+		Use:   "preview NAME [--render REF | --revision REV]",
 		Short: "Show the desired render of a Release",
-		Long: `Show the desired render of a Release (or the stored render REF): by default one
-row per object, then the render. Secret values are redacted.
+		Long: `Show the desired render of a Release (or the stored render REF, or a render of
+its source at the revision REV): by default one row per object, then the render.
+Secret values are redacted.
 
 --manifests prints the objects as a multi-document YAML stream, with the renderRef
 and renderSource in a leading comment (ready for kubectl apply); -o json, yaml and
@@ -30,14 +31,19 @@ name print the ReleasePreview object as the server sent it.
 Needs get on releases/preview in subresources.convoy.kumodo.io.`,
 		Example: `  kubectl convoy release preview web -n shop
   kubectl convoy release preview web -n shop --render 0123456789abcdef
+  kubectl convoy release preview web -n shop --revision v1.4.0
   kubectl convoy release preview web -n shop --manifests | kubectl apply --server-side --dry-run=server -f -`,
 		ValidArgsFunction: o.completeReleaseNames,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifests && cmd.Flags().Changed("output") {
 				return errors.New("--manifests and -o cannot be used together")
 			}
+			req := request{verb: "get", subresource: "preview", render: render, revision: revision}
+			if err := checkRenderOptions(req); err != nil {
+				return err
+			}
 			var preview subresourcesv1alpha1.ReleasePreview
-			_, _, raw, err := o.callRelease(cmd, args, output, request{verb: "get", subresource: "preview", render: render}, nil, &preview)
+			_, _, raw, err := o.callRelease(cmd, args, output, req, nil, &preview)
 			if err != nil {
 				return err
 			}
@@ -54,6 +60,7 @@ Needs get on releases/preview in subresources.convoy.kumodo.io.`,
 	addOutputFlag(cmd, &output, outputTable, "ReleasePreview", "one row per object")
 	cmd.Flags().BoolVar(&manifests, "manifests", false, "Print the objects of the render as a multi-document YAML stream")
 	cmd.Flags().StringVar(&render, "render", "", "renderRef of a stored render to show instead of the desired render")
+	addRevisionFlag(cmd, &revision, "show")
 	return cmd
 }
 

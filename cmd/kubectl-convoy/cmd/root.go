@@ -79,7 +79,7 @@ Install the binary kubectl-convoy on your PATH and call it as "kubectl convoy".`
 		newRefreshCommand(o),
 		newWaitCommand(o),
 	)
-	root.AddCommand(release, newRulesCommand(o), newViewCommand(o), newVersionCommand(o))
+	root.AddCommand(release, newRevisionDiffCommand(o), newRulesCommand(o), newViewCommand(o), newVersionCommand(o))
 	return root
 }
 
