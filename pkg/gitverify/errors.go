@@ -31,8 +31,8 @@ const (
 	// and a ref that names no annotated tag (a lightweight tag, a branch,
 	// a commit).
 	KindNotAnnotatedTag
-	// KindTagNotOnCommit: TagAndHEAD, and the tag names another object
-	// than the commit verified.
+	// KindTagNotOnCommit: a tag mode, and the tag names another object
+	// than the commit that is rendered (or a tag, not a commit).
 	KindTagNotOnCommit
 	// KindInvalidKeys: the key Secret is past its limits, holds no key, or
 	// a key that does not parse (or a private key).

@@ -10,7 +10,8 @@ type Mode string
 const (
 	// ModeHEAD verifies the commit.
 	ModeHEAD Mode = "HEAD"
-	// ModeTag verifies the annotated tag object the ref names.
+	// ModeTag verifies the annotated tag object the ref names, which must
+	// name the commit.
 	ModeTag Mode = "Tag"
 	// ModeTagAndHEAD verifies both, and the tag must name the commit.
 	ModeTagAndHEAD Mode = "TagAndHEAD"
@@ -36,9 +37,9 @@ type Verdict struct {
 }
 
 // Check verifies t under mode with keys: HEAD the commit; Tag the
-// annotated tag object (KindNotAnnotatedTag without one); TagAndHEAD both,
-// the tag's object being the commit (KindTagNotOnCommit) and it is checked
-// first: a tag on another commit fails so whatever the signatures.
+// annotated tag object (KindNotAnnotatedTag without one); TagAndHEAD both.
+// In both tag modes the tag must name the commit (KindTagNotOnCommit),
+// checked first: a tag on another commit fails so whatever the signatures.
 func Check(mode Mode, t Target, keys *Keys) (*Verdict, error) {
 	v := &Verdict{Mode: mode}
 	switch mode {
@@ -66,8 +67,7 @@ func Check(mode Mode, t Target, keys *Keys) (*Verdict, error) {
 	return v, nil
 }
 
-// checkTag checks that t has an annotated tag object of a commit, and for
-// TagAndHEAD that it is t's commit.
+// checkTag checks that t has an annotated tag object of t's commit.
 func checkTag(mode Mode, t Target) error {
 	ref := t.Ref
 	if ref == "" {
@@ -87,7 +87,9 @@ func checkTag(mode Mode, t Target) error {
 	if h.kind != typeCommit {
 		return errorf(KindTagNotOnCommit, nil, "%s is an annotated tag of a %s (%s), not of a commit", ref, h.kind, h.object)
 	}
-	if mode == ModeTagAndHEAD && !strings.EqualFold(h.object, t.Commit.ID) {
+	// Tag too: the tag verified must be the commit's that is rendered (a
+	// ref that moved between the listing and the fetch would name another).
+	if !strings.EqualFold(h.object, t.Commit.ID) {
 		return errorf(KindTagNotOnCommit, nil, "verify mode %s: the tag %s names the commit %s, not the commit %s that is rendered", mode, ref, h.object, t.Commit.ID)
 	}
 	return nil

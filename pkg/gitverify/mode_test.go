@@ -46,6 +46,8 @@ func TestCheck(t *testing.T) {
 		{name: "Tag of a commit", mode: ModeTag, target: Target{Commit: signed}, kind: KindNotAnnotatedTag, contains: "is a commit"},
 		{name: "Tag of a tag", mode: ModeTag, target: Target{Ref: "refs/tags/v1-again", Commit: signed, Tag: &tagOfTag}, kind: KindTagNotOnCommit,
 			contains: "an annotated tag of a tag"},
+		{name: "Tag on another commit", mode: ModeTag, target: Target{Ref: "refs/tags/v1", Commit: signed, Tag: tagOf(other, bySSH)},
+			kind: KindTagNotOnCommit, contains: "verify mode Tag: the tag refs/tags/v1 names the commit " + other.ID},
 		{name: "TagAndHEAD", mode: ModeTagAndHEAD, target: Target{Ref: "refs/tags/v1", Commit: signed, Tag: tagOf(signed, bySSH)}, commit: true, tag: true},
 		{name: "TagAndHEAD, the commit unsigned", mode: ModeTagAndHEAD, target: Target{Ref: "refs/tags/v1", Commit: unsigned, Tag: tagOf(unsigned, bySSH)},
 			kind: KindUnsigned, contains: "commit " + unsigned.ID},
