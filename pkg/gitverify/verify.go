@@ -41,7 +41,7 @@ func VerifyCommit(c Object, keys *Keys) (*Signer, error) {
 	if err := checkID(c, typeCommit); err != nil {
 		return nil, err
 	}
-	return keys.verify("commit "+c.ID, splitCommit(c.Data))
+	return keys.verify("commit "+c.ID, "no gpgsig header", splitCommit(c.Data))
 }
 
 // VerifyTag verifies the signature of the annotated tag object t with
@@ -54,13 +54,14 @@ func VerifyTag(t Object, keys *Keys) (*Signer, error) {
 	if name := parseTagHeader(t.Data).name; name != "" {
 		what = "tag " + name + " (" + t.ID + ")"
 	}
-	return keys.verify(what, splitTag(t.Data))
+	return keys.verify(what, "no signature block after its message", splitTag(t.Data))
 }
 
-// verify verifies s, the object what, with k.
-func (k *Keys) verify(what string, s signed) (*Signer, error) {
+// verify verifies s, the object what, with k; unsigned says how an
+// unsigned object of its type looks.
+func (k *Keys) verify(what, unsigned string, s signed) (*Signer, error) {
 	if len(s.signature) == 0 {
-		return nil, errorf(KindUnsigned, nil, "%s is not signed", what)
+		return nil, errorf(KindUnsigned, nil, "%s is not signed (%s): a signature by one of the %d keys of the key Secret is expected", what, unsigned, k.Len())
 	}
 	if len(s.signature) > k.limits.SignatureBytes {
 		return nil, errorf(KindTooLarge, nil, "%s has a signature block of %d bytes, more than the limit of %d bytes", what, len(s.signature), k.limits.SignatureBytes)
