@@ -128,12 +128,13 @@ func TestFetchObjectsSignedWithGit(t *testing.T) {
 			keys, err := gitverify.ParseKeys(signer.keys, gitverify.Limits{})
 			require.NoError(t, err)
 			auth := &Auth{HTTPClient: HTTPClient(&http.Transport{}, Limits{Bytes: 10 << 20}), Limits: Limits{Bytes: 10 << 20}}
-			fetch := func(ref, sha string, objects bool) *Commit {
+			fetchAt := func(ref, sha string, tip, objects bool) *Commit {
 				t.Helper()
-				c, err := Fetch(context.Background(), FetchRequest{URL: s.RepoURL("apps.git"), Auth: auth, Commit: sha, Ref: ref, Tip: true, Objects: objects})
+				c, err := Fetch(context.Background(), FetchRequest{URL: s.RepoURL("apps.git"), Auth: auth, Commit: sha, Ref: ref, Tip: tip, Objects: objects})
 				require.NoError(t, err)
 				return c
 			}
+			fetch := func(ref, sha string, objects bool) *Commit { return fetchAt(ref, sha, true, objects) }
 
 			// Today's callers: no objects.
 			assert.Nil(t, fetch("refs/heads/main", commit, false).Objects)
@@ -163,6 +164,10 @@ func TestFetchObjectsSignedWithGit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, signer.fp, v.Tag.Fingerprint)
 			assert.Equal(t, signer.fp, v.Commit.Fingerprint)
+
+			// The ref's history (a commit behind its tip): the tag too.
+			c = fetchAt("refs/tags/v1", commit, false, true)
+			assert.Equal(t, tagID, c.Objects.TagID)
 
 			// The base commit is unsigned: its signed tag passes Tag, not
 			// TagAndHEAD.
