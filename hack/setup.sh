@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the tests need from Debian's packages beside Go: git (git
 # http-backend and git-upload-pack serve the Git tests), OpenSSH's server
-# (sshd serves Git over SSH to the tests: internal/sshd) and client, and
-# Chromium (the browser test of kubectl convoy view, test/e2e). Each
+# (sshd serves Git over SSH to the tests: internal/sshd) and client
+# (ssh-keygen signs commits and tags, pkg/git's tests), GnuPG (gpg signs
+# them too), and Chromium (the browser test of kubectl convoy view, test/e2e). Each
 # that is missing is installed with apt-get when this runs as root (CI runs
 # as root, with no service started: nothing is started here either);
 # otherwise it says what to install. Under CI=true a tool still missing
@@ -12,7 +13,8 @@ set -euo pipefail
 missing=()
 command -v git >/dev/null 2>&1 && command -v git-upload-pack >/dev/null 2>&1 || missing+=(git)
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || missing+=(openssh-server)
-command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
+command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || missing+=(openssh-client)
+command -v gpg >/dev/null 2>&1 && command -v gpgconf >/dev/null 2>&1 || missing+=(gnupg)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -85,6 +85,9 @@ type FetchRequest struct {
 	// 1; else the ref's history is fetched).
 	Commit, Ref string
 	Tip         bool
+	// Objects asks for the commit's object, and the annotated tag's when
+	// Ref names one, in Commit.Objects: what a signature is verified on.
+	Objects bool
 }
 
 // Commit is what a commit's tree holds: its regular files, by path, and
@@ -92,6 +95,22 @@ type FetchRequest struct {
 type Commit struct {
 	Files []File
 	Links []Link
+	// Objects is the commit's object and its annotated tag's, when the
+	// request asked for them (FetchRequest.Objects); nil otherwise.
+	Objects *Objects
+}
+
+// Objects are the raw content of the Git objects a signature is verified
+// on (what `git cat-file commit|tag ID` prints), read from the fetch's
+// storage before it is dropped: counted in its bytes (--max-git-bytes).
+type Objects struct {
+	// Commit is the commit object's content.
+	Commit []byte
+	// TagID and Tag are the annotated tag object the request's Ref names
+	// (its id and content); "" and nil when the ref is no annotated tag (a
+	// lightweight tag, a branch) or the request has none.
+	TagID string
+	Tag   []byte
 }
 
 // File is a regular file of a commit.
@@ -142,7 +161,14 @@ func Fetch(ctx context.Context, req FetchRequest) (*Commit, error) {
 	if err != nil {
 		return nil, errorf(KindUnsupported, err, "reading the commit's tree")
 	}
-	return readTree(tree, limit)
+	c, err := readTree(tree, limit)
+	if err != nil || !req.Objects {
+		return c, err
+	}
+	if c.Objects, err = readObjects(storage, req); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // refOrAny is ref, or "any ref" when there is none.
