@@ -1,7 +1,8 @@
 // Package gosrc parses the Go source of the project for the tests that check
 // it by AST (reasons declared once, metrics built through pkg/metricset, the
 // reference pages complete, the imports of every file grouped as the
-// project's style says: the standard library, other modules, the project).
+// project's style says: the standard library, other modules, the project;
+// every fuzz target run by hack/fuzz.sh).
 package gosrc
 
 import (
