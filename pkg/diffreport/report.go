@@ -38,19 +38,23 @@ const (
 	Skipped Result = "Skipped"
 )
 
-// Reasons of the entries the report itself classifies; the others carry
-// the server's reason.
+// RowReason is why the report classified an entry itself: the plugin's
+// own words in the reason column, not a failure's reason of the server
+// (pkg/failure), which the entries of the server's answers carry.
+type RowReason = string
+
+// Reasons of the entries the report itself classifies.
 const (
 	// ReasonNoRevisions: a ConfigMap source, which has no revision to ask for.
-	ReasonNoRevisions = "NoRevisions"
+	ReasonNoRevisions RowReason = "NoRevisions"
 	// ReasonSameRender: --changed-only, and the revision renders what the
 	// Release renders now.
-	ReasonSameRender = "SameRender"
+	ReasonSameRender RowReason = "SameRender"
 	// ReasonRenderFailsNow: --changed-only, the revision renders and the
 	// Release's render now fails.
-	ReasonRenderFailsNow = "RenderFailsNow"
+	ReasonRenderFailsNow RowReason = "RenderFailsNow"
 	// ReasonRequestFailed: the request failed without a reason of the server.
-	ReasonRequestFailed = "RequestFailed"
+	ReasonRequestFailed RowReason = "RequestFailed"
 )
 
 // InCluster is the cluster of a Release without spec.cluster.
