@@ -8,10 +8,12 @@ GOTEST_FLAGS ?=
 
 # The build stamp of both binaries (kubectl convoy version, convoy_build_info,
 # the OpenAPI info.version of the group): the tag v* of HEAD, else
-# v0.0.0-dev+COMMIT; the date is the commit's, so that builds are repeatable.
+# v0.0.0-dev+COMMIT; the date is the commit's, in UTC (as Kubernetes writes
+# its buildDate, and as the image's label org.opencontainers.image.created
+# is), so that builds are repeatable.
 GIT_COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 VERSION    ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev+$(GIT_COMMIT))
-BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || echo unknown)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
