@@ -14,10 +14,12 @@ GOTEST_FLAGS ?=
 GIT_COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 VERSION    ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev+$(GIT_COMMIT))
 BUILD_DATE ?= $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || echo unknown)
+# BUILD_DATE in seconds since the epoch: SOURCE_DATE_EPOCH of a Dockerfile build.
+BUILD_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build image setup modules testbin test test-unit unit-phases test-e2e verify run bench bench-fleet bench-view fuzz clean
+.PHONY: all build image print-docker-build-args setup modules testbin test test-unit unit-phases test-e2e verify run bench bench-fleet bench-view fuzz clean
 
 all: build
 
@@ -46,6 +48,14 @@ image:
 		--repository "$(IMAGE)" --tag "$(IMAGE_TAG)" \
 		--source "$(IMAGE_SOURCE)" --revision "$(IMAGE_REVISION)" --version "$(VERSION)" --created "$(BUILD_DATE)" \
 		$(if $(IMAGE_PUSH),--push "$(IMAGE_PUSH)")
+
+## print-docker-build-args: the build arguments that give the Dockerfile
+## the values make image uses (the stamp, the labels, the times):
+##   docker buildx build $(make -s print-docker-build-args) -t REPOSITORY:TAG .
+print-docker-build-args:
+	@echo --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) \
+		--build-arg IMAGE_SOURCE=$(IMAGE_SOURCE) --build-arg IMAGE_REVISION=$(IMAGE_REVISION) \
+		--build-arg SOURCE_DATE_EPOCH=$(BUILD_EPOCH)
 
 # Each step of the tests runs as a phase (hack/phase.sh): its start and its
 # time are printed; with CONVOY_PHASES_DIR set (.ci/run sets it) its output
