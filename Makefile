@@ -84,7 +84,7 @@ E2E_TIMEOUT ?= 40m
 E2E_PARALLEL ?= 4
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
-## and client, Chromium), installed where missing when run as root
+## and client, Chromium, buildah), installed where missing when run as root
 setup:
 	@$(PHASE) setup hack/setup.sh
 
@@ -101,16 +101,19 @@ UNIT_TIMEOUT ?= 30m
 
 ## test-unit: unit tests with the race detector; then, without it, the
 ## Sandbox tests (pkg/sandbox), whose child process (the test binary) must
-## not carry the race detector's shadow memory into its RLIMIT_DATA, and the
+## not carry the race detector's shadow memory into its RLIMIT_DATA, the
 ## conformance of charts with Helm's own template action (-tags
 ## helmconformance: its dependencies are compiled once, not again for the
-## race detector)
+## race detector), and the tools modules' tests: the PromQL of the alerts
+## and the dashboard (hack/tools/promql), the Dockerfile held to make image
+## and its final stage built with buildah (hack/tools/dockerfile)
 test-unit: setup unit-phases
 
 unit-phases:
 	@$(PHASE) unit $(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
 	@$(PHASE) norace $(GO) test $(GOTEST_FLAGS) -tags helmconformance -run '^(TestSandbox|TestChartConformsToHelm|TestHelmCasesHoldEveryChomper)' ./pkg/sandbox/ ./pkg/render/
 	@$(PHASE) promql sh -c 'cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...'
+	@$(PHASE) dockerfile sh -c 'cd hack/tools/dockerfile && $(GO) test $(GOTEST_FLAGS) ./...'
 
 test-e2e: setup testbin
 	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -count=1 -v ./test/e2e/...
@@ -125,6 +128,7 @@ verify:
 	$(GO) vet -tags helmconformance ./pkg/render/
 	cd hack/tools/testbin && $(GO) mod verify >/dev/null
 	cd hack/tools/promql && $(GO) mod verify >/dev/null && $(GO) vet ./...
+	cd hack/tools/dockerfile && $(GO) mod verify >/dev/null && $(GO) vet ./...
 
 ## fuzz: every native fuzz target for FUZZTIME each (default 1m, or a count
 ## such as 300x); a crash is written to testdata/fuzz/ and becomes a test case

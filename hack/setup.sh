@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the tests need from Debian's packages beside Go: git (git
 # http-backend and git-upload-pack serve the Git tests), OpenSSH's server
-# (sshd serves Git over SSH to the tests: internal/sshd) and client, and
-# Chromium (the browser test of kubectl convoy view, test/e2e). Each
+# (sshd serves Git over SSH to the tests: internal/sshd) and client,
+# Chromium (the browser test of kubectl convoy view, test/e2e) and buildah
+# (the build of the Dockerfile's final stage, hack/tools/dockerfile). Each
 # that is missing is installed with apt-get when this runs as root (CI runs
 # as root, with no service started: nothing is started here either);
 # otherwise it says what to install. Under CI=true a tool still missing
@@ -14,6 +15,7 @@ command -v git >/dev/null 2>&1 && command -v git-upload-pack >/dev/null 2>&1 || 
 [ -x /usr/sbin/sshd ] || command -v sshd >/dev/null 2>&1 || missing+=(openssh-server)
 command -v ssh >/dev/null 2>&1 || missing+=(openssh-client)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v buildah >/dev/null 2>&1 || missing+=(buildah)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
