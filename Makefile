@@ -8,14 +8,18 @@ GOTEST_FLAGS ?=
 
 # The build stamp of both binaries (kubectl convoy version, convoy_build_info,
 # the OpenAPI info.version of the group): the tag v* of HEAD, else
-# v0.0.0-dev+COMMIT; the date is the commit's, so that builds are repeatable.
+# v0.0.0-dev+COMMIT; the date is the commit's, in UTC (as Kubernetes writes
+# its buildDate, and as the image's label org.opencontainers.image.created
+# is), so that builds are repeatable.
 GIT_COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 VERSION    ?= $(shell git describe --tags --match 'v*' --dirty 2>/dev/null || echo v0.0.0-dev+$(GIT_COMMIT))
-BUILD_DATE ?= $(shell git log -1 --format=%cI 2>/dev/null || echo unknown)
+BUILD_DATE ?= $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || echo unknown)
+# BUILD_DATE in seconds since the epoch: SOURCE_DATE_EPOCH of a Dockerfile build.
+BUILD_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 VERSION_PKG := github.com/kumodo/convoy-apiserver/pkg/version
 LDFLAGS    := -X $(VERSION_PKG).gitVersion=$(VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
 
-.PHONY: all build image setup modules testbin test test-unit unit-phases test-e2e verify run bench bench-fleet bench-view fuzz clean
+.PHONY: all build image print-docker-build-args setup modules testbin test test-unit unit-phases test-e2e verify run bench bench-fleet bench-view fuzz clean
 
 all: build
 
@@ -45,6 +49,14 @@ image:
 		--source "$(IMAGE_SOURCE)" --revision "$(IMAGE_REVISION)" --version "$(VERSION)" --created "$(BUILD_DATE)" \
 		$(if $(IMAGE_PUSH),--push "$(IMAGE_PUSH)")
 
+## print-docker-build-args: the build arguments that give the Dockerfile
+## the values make image uses (the stamp, the labels, the times):
+##   docker buildx build $(make -s print-docker-build-args) -t REPOSITORY:TAG .
+print-docker-build-args:
+	@echo --build-arg VERSION=$(VERSION) --build-arg GIT_COMMIT=$(GIT_COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) \
+		--build-arg IMAGE_SOURCE=$(IMAGE_SOURCE) --build-arg IMAGE_REVISION=$(IMAGE_REVISION) \
+		--build-arg SOURCE_DATE_EPOCH=$(BUILD_EPOCH)
+
 # Each step of the tests runs as a phase (hack/phase.sh): its start and its
 # time are printed; with CONVOY_PHASES_DIR set (.ci/run sets it) its output
 # is kept there for hack/phase-report.sh.
@@ -72,7 +84,7 @@ E2E_TIMEOUT ?= 40m
 E2E_PARALLEL ?= 4
 
 ## setup: what the tests need from Debian's packages (git, OpenSSH's server
-## and client, Chromium), installed where missing when run as root
+## and client, Chromium, buildah), installed where missing when run as root
 setup:
 	@$(PHASE) setup hack/setup.sh
 
@@ -89,16 +101,19 @@ UNIT_TIMEOUT ?= 30m
 
 ## test-unit: unit tests with the race detector; then, without it, the
 ## Sandbox tests (pkg/sandbox), whose child process (the test binary) must
-## not carry the race detector's shadow memory into its RLIMIT_DATA, and the
+## not carry the race detector's shadow memory into its RLIMIT_DATA, the
 ## conformance of charts with Helm's own template action (-tags
 ## helmconformance: its dependencies are compiled once, not again for the
-## race detector)
+## race detector), and the tools modules' tests: the PromQL of the alerts
+## and the dashboard (hack/tools/promql), the Dockerfile held to make image
+## and its final stage built with buildah (hack/tools/dockerfile)
 test-unit: setup unit-phases
 
 unit-phases:
 	@$(PHASE) unit $(GO) test -race -timeout $(UNIT_TIMEOUT) $(GOTEST_FLAGS) $(UNIT_PKGS)
 	@$(PHASE) norace $(GO) test $(GOTEST_FLAGS) -tags helmconformance -run '^(TestSandbox|TestChartConformsToHelm|TestHelmCasesHoldEveryChomper)' ./pkg/sandbox/ ./pkg/render/
 	@$(PHASE) promql sh -c 'cd hack/tools/promql && $(GO) test $(GOTEST_FLAGS) ./...'
+	@$(PHASE) dockerfile sh -c 'cd hack/tools/dockerfile && $(GO) test $(GOTEST_FLAGS) ./...'
 
 test-e2e: setup testbin
 	@CONVOY_TESTBIN=$$(hack/testbin.sh) $(PHASE) e2e $(GO) test $(GOTEST_FLAGS) -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -count=1 -v ./test/e2e/...
@@ -113,6 +128,7 @@ verify:
 	$(GO) vet -tags helmconformance ./pkg/render/
 	cd hack/tools/testbin && $(GO) mod verify >/dev/null
 	cd hack/tools/promql && $(GO) mod verify >/dev/null && $(GO) vet ./...
+	cd hack/tools/dockerfile && $(GO) mod verify >/dev/null && $(GO) vet ./...
 
 ## fuzz: every native fuzz target for FUZZTIME each (default 1m, or a count
 ## such as 300x); a crash is written to testdata/fuzz/ and becomes a test case

@@ -112,12 +112,15 @@ func Build(ctx context.Context, o Options, work string) (v1.ImageIndex, error) {
 }
 
 // compile builds o.Package for platform p into out: static, without paths of
-// this machine, without a build ID, with the lowest instruction set level of
-// the architecture (an environment's GOAMD64 or GOARM64 would change the
-// binary).
+// this machine, without a build ID, without the checkout's VCS state (the
+// commit is in the stamp of -ldflags; a build from a copy of the sources
+// without .git, as the Dockerfile's, would have none), with the lowest
+// instruction set level of the architecture (an environment's GOAMD64 or
+// GOARM64 would change the binary). The Dockerfile repeats these settings;
+// hack/tools/dockerfile checks that it does.
 func compile(ctx context.Context, o Options, p v1.Platform, out string) error {
 	ldflags := strings.TrimSpace(o.LDFlags + " -s -w -buildid=")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, o.Package)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", out, o.Package)
 	cmd.Dir = o.Dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture,
 		"GOAMD64=v1", "GOARM64=v8.0", "GOFLAGS=")

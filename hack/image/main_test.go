@@ -285,7 +285,8 @@ func TestImageRepeatable(t *testing.T) {
 }
 
 // checkBuild checks how the binary at path was built: without cgo, with
-// -trimpath, no build ID, and the -ldflags stamp.
+// -trimpath, without the checkout's VCS state, no build ID, and the -ldflags
+// stamp.
 func checkBuild(t *testing.T, path string) {
 	t.Helper()
 	info, err := buildinfo.ReadFile(path)
@@ -297,6 +298,9 @@ func checkBuild(t *testing.T, path string) {
 	assert.Equal(t, "0", settings["CGO_ENABLED"])
 	// With -trimpath, go build records no -ldflags: look for their effects.
 	assert.Equal(t, "true", settings["-trimpath"])
+	for key := range settings {
+		assert.NotContains(t, key, "vcs.", "no VCS state of the checkout")
+	}
 	id, err := exec.CommandContext(testContext(t), "go", "tool", "buildid", path).CombinedOutput()
 	require.NoError(t, err, string(id))
 	assert.Empty(t, strings.TrimSpace(string(id)), "no build ID")
