@@ -60,6 +60,13 @@ func Check(rev string) error {
 	return nil
 }
 
+// Content tells whether rev names content itself, a commit hash or a
+// digest, which no later listing, tag or index can change; a ref, a tag or
+// a version may appear after what was read before.
+func Content(rev string) bool {
+	return git.IsHash(rev) || ociDigestPattern.MatchString(rev)
+}
+
 // Source is src at rev: an OCI tag or digest, an exact Helm chart version
 // in place of the spec's; a Git source as it is (Git picks rev from the
 // listing). A ConfigMap has no revisions. src itself is not changed.

@@ -127,3 +127,16 @@ func TestAtRevision(t *testing.T) {
 	assert.Equal(t, "1.0", oci.OCIRepository.Tag)
 	assert.Equal(t, "~1.2", helm.HelmRepository.Version)
 }
+
+func TestContent(t *testing.T) {
+	for rev, want := range map[string]bool{
+		"0123456789abcdef0123456789abcdef01234567":                                true,
+		"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": true,
+		"main":             false,
+		"refs/pull/1/head": false,
+		"v1.2.3":           false,
+		"0123456789abcdef": false,
+	} {
+		assert.Equal(t, want, Content(rev), rev)
+	}
+}

@@ -22,9 +22,12 @@ func atRevision(ctx context.Context, src convoyv1alpha1.ReleaseSource) (convoyv1
 // found in what was read before: a ref pushed, a tag or a chart version
 // published after the listing, tag or index kept for ResolveMaxAge. One
 // more read per request, shared with those in flight; never for the loops,
-// which ask for no revision.
+// which ask for no revision, nor for a commit hash or a digest, which a
+// fresh read would not find either (a missing commit would be fetched
+// twice).
 func (f *Fetcher) freshRevision(ctx context.Context, err error) (context.Context, bool) {
-	if err == nil || revision.From(ctx) == "" || !f.freshAfter(ctx).IsZero() {
+	rev := revision.From(ctx)
+	if err == nil || rev == "" || revision.Content(rev) || !f.freshAfter(ctx).IsZero() {
 		return ctx, false
 	}
 	if _, ok := failure.Find(err, sourcefailure.ReasonArtifactNotFound); !ok {

@@ -48,6 +48,14 @@ func TestGitRevisionPushedAfterTheListing(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, listings+1, g.server.Listings(), "one more listing, then the refusal")
 
+	// A commit the repository does not have is no better found by a fresh
+	// listing: one fetch of the branch's history, not two.
+	listings, fetches := g.server.Listings(), g.server.Fetches()
+	_, err = f.Fetch(revision.With(context.Background(), "5555555555555555555555555555555555555555"), rel, inputsOf())
+	require.Error(t, err)
+	assert.Equal(t, fetches+1, g.server.Fetches(), "one fetch")
+	assert.Equal(t, listings+1, g.server.Listings(), "its own advertisement, no fresh listing")
+
 	own, err := f.Fetch(context.Background(), rel, inputsOf())
 	require.NoError(t, err)
 	assert.Equal(t, "refs/heads/main", own.Resolved.Ref, "the Release's own revision is untouched")
