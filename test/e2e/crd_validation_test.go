@@ -131,6 +131,29 @@ func TestCRDValidation(t *testing.T) {
   source: {git: {url: "https://git.example.test/apps.git", ref: {commit: abc123}}}`), wantErr: "spec.source.git.ref.commit"},
 		{name: "Git file URL", object: release(`
   source: {git: {url: "file:///etc", ref: {branch: main}}}`), wantErr: "spec.source.git.url"},
+		{name: "Git verify HEAD of a branch", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main}, verify: {secretRef: {name: keys}}}}`)},
+		{name: "Git verify Tag of a tag", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {tag: v1.2.0}, verify: {mode: Tag, secretRef: {name: keys}}}}`)},
+		{name: "Git verify TagAndHEAD of a semver range", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {semver: "~1.2"}, verify: {mode: TagAndHEAD, secretRef: {name: keys}}}}`)},
+		{name: "Git verify Tag of a branch", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main}, verify: {mode: Tag, secretRef: {name: keys}}}}`),
+			wantErr: "verify.mode Tag and TagAndHEAD verify an annotated tag: the ref must name a tag"},
+		{name: "Git verify TagAndHEAD of a commit", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {commit: "0123456789abcdef0123456789abcdef01234567"}, verify: {mode: TagAndHEAD, secretRef: {name: keys}}}}`),
+			wantErr: "verify.mode Tag and TagAndHEAD verify an annotated tag: the ref must name a tag"},
+		{name: "Git verify of an unknown mode", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main}, verify: {mode: Branch, secretRef: {name: keys}}}}`),
+			wantErr: "spec.source.git.verify.mode"},
+		{name: "Git verify without a Secret", object: release(`
+  source: {git: {url: "https://git.example.test/apps.git", ref: {branch: main}, verify: {mode: HEAD}}}`),
+			wantErr: "spec.source.git.verify.secretRef"},
+		{name: "Helm repository verify", object: release(`
+  source: {helmRepository: {url: "https://charts.example.test", chart: web, verify: {provider: helm, secretRef: {name: keys}}}}`)},
+		{name: "Helm repository verify by cosign", object: release(`
+  source: {helmRepository: {url: "https://charts.example.test", chart: web, verify: {provider: cosign, secretRef: {name: keys}}}}`),
+			wantErr: "spec.source.helmRepository.verify.provider"},
 		{name: "rule set without rules", object: `apiVersion: convoy.kumodo.io/v1alpha1
 kind: GlobalHealthRuleSet
 metadata: {name: empty}

@@ -164,6 +164,7 @@ type ReleaseSource struct {
 
 // GitRepositorySource is a directory of a commit of a Git repository,
 // resolved from a ref by one ref listing and read from tree objects.
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !has(self.verify.mode) || self.verify.mode == 'HEAD' || has(self.ref.tag) || has(self.ref.semver)",message="verify.mode Tag and TagAndHEAD verify an annotated tag: the ref must name a tag (ref.tag or ref.semver)"
 type GitRepositorySource struct {
 	// url is https://HOST/PATH or ssh://[USER@]HOST[:PORT]/PATH (http://
 	// only to loopback addresses, with the sources' development flag). An
@@ -191,6 +192,30 @@ type GitRepositorySource struct {
 	// optionally tls.crt and tls.key (a client certificate); https only.
 	// +optional
 	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
+	// verify makes a signature of the commit (or of the annotated tag the
+	// ref names) a condition of its render, as Flux's GitRepository
+	// spec.verify: a commit that does not verify is never rendered,
+	// compared or shown.
+	// +optional
+	Verify *GitVerification `json:"verify,omitempty"`
+}
+
+// GitVerification says what of a Git source must be signed, and by whom.
+type GitVerification struct {
+	// mode is what is verified, with Flux's names: HEAD the commit that is
+	// rendered; Tag the annotated tag the ref names (ref.tag or
+	// ref.semver), which must name that commit; TagAndHEAD both.
+	// +optional
+	// +kubebuilder:default=HEAD
+	// +kubebuilder:validation:Enum=HEAD;Tag;TagAndHEAD
+	Mode string `json:"mode,omitempty"`
+	// secretRef names a Secret of the Release's namespace, read as the
+	// Release's ServiceAccount, that holds the public keys a signature may
+	// be made by: OpenPGP armored public keys or key rings in keys ending
+	// .asc; SSH public keys, as authorized_keys lines, in keys ending .pub
+	// or in the key allowed_signers (Git's gpg.ssh.allowedSignersFile). A
+	// signature by any of them verifies.
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // GitReference is one kind of ref: a branch, a tag, a semver range over
@@ -250,6 +275,26 @@ type HelmRepositorySource struct {
 	// optionally tls.crt and tls.key (a client certificate).
 	// +optional
 	CertSecretRef *LocalObjectReference `json:"certSecretRef,omitempty"`
+	// verify makes the chart's provenance a condition of its render, as
+	// helm verify checks it: the .prov file beside the chart (its URL and
+	// .prov) must be signed by a key of the Secret and name the digest of
+	// the chart archive fetched, or nothing of it is rendered, compared or
+	// shown.
+	// +optional
+	Verify *HelmVerification `json:"verify,omitempty"`
+}
+
+// HelmVerification says whose provenance signature a Helm repository chart
+// must carry.
+type HelmVerification struct {
+	// provider of the signatures: helm (helm package --sign's .prov file).
+	// +kubebuilder:validation:Enum=helm
+	Provider string `json:"provider"`
+	// secretRef names a Secret of the Release's namespace, read as the
+	// Release's ServiceAccount, whose keys ending in .asc hold OpenPGP
+	// armored public keys or key rings: a signature by any of them
+	// verifies.
+	SecretRef LocalObjectReference `json:"secretRef"`
 }
 
 // OCIRepositorySource is an artifact in an OCI registry, by tag or by

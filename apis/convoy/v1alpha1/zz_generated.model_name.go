@@ -67,6 +67,11 @@ func (in GitRepositorySource) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in GitVerification) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitVerification"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in GlobalHealthRuleSet) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet"
 }
@@ -109,6 +114,11 @@ func (in HealthSummary) OpenAPIModelName() string {
 // OpenAPIModelName returns the OpenAPI model name for this type.
 func (in HelmRepositorySource) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmRepositorySource"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in HelmVerification) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmVerification"
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.

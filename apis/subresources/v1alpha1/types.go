@@ -62,23 +62,47 @@ type ResolvedSource struct {
 	// +optional
 	Commit string `json:"commit,omitempty"`
 	// verified is the signature the artifact was verified with, when the
-	// source asks for one (spec.source.ociRepository.verify).
+	// source asks for one (spec.source.ociRepository.verify,
+	// spec.source.git.verify, spec.source.helmRepository.verify): for a
+	// GitRepository the commit's (verify modes HEAD and TagAndHEAD) or the
+	// annotated tag's (mode Tag).
 	// +optional
 	Verified *SourceSignature `json:"verified,omitempty"`
+	// verifiedTag is the signature of the annotated tag of a GitRepository
+	// whose verify mode is TagAndHEAD (verified holds the commit's).
+	// +optional
+	VerifiedTag *SourceSignature `json:"verifiedTag,omitempty"`
 }
 
 // SourceSignature is a signature a source's artifact was verified with.
 type SourceSignature struct {
-	// provider is cosign.
+	// provider is cosign (an OCI artifact), git (a Git commit or tag
+	// object) or helm (a Helm repository chart's provenance file).
 	Provider string `json:"provider"`
+	// format is the signature's format for git and helm: openpgp or ssh
+	// (git only).
+	// +optional
+	Format string `json:"format,omitempty"`
 	// key is the key of the verify Secret that holds the public key
-	// (ci.pub); empty for a keyless signature.
+	// (ci.pub, release.asc); empty for a keyless signature.
 	// +optional
 	Key string `json:"key,omitempty"`
-	// fingerprint is sha256: and the hex SHA-256 of the public key's DER
-	// SubjectPublicKeyInfo; empty for a keyless signature.
+	// fingerprint identifies the public key: for cosign sha256: and the hex
+	// SHA-256 of its DER SubjectPublicKeyInfo (empty for a keyless
+	// signature); for an OpenPGP key its primary key's fingerprint (40 hex
+	// digits, as gpg prints it); for an SSH key SHA256: and its base64
+	// SHA-256 (as ssh-keygen -l prints it).
 	// +optional
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// keyID is the OpenPGP key id (16 hex digits) of the key or subkey
+	// that signed.
+	// +optional
+	KeyID string `json:"keyID,omitempty"`
+	// identity is the signer as the key names it: an OpenPGP key's primary
+	// user id ("Name <email>"), an SSH key's principals in
+	// allowed_signers.
+	// +optional
+	Identity string `json:"identity,omitempty"`
 	// issuer is the OIDC issuer of a keyless signature's certificate.
 	// +optional
 	Issuer string `json:"issuer,omitempty"`
@@ -86,9 +110,11 @@ type SourceSignature struct {
 	// certificate (the signing workflow, an email).
 	// +optional
 	Subject string `json:"subject,omitempty"`
-	// layout is where the signature was found: tag (the legacy
+	// layout is where the signature was found: for cosign tag (the legacy
 	// sha256-HEX.sig tag) or referrer (a Sigstore bundle attached as an OCI
-	// referrer).
+	// referrer); for git commit (the commit object's gpgsig header) or tag
+	// (the annotated tag object's signature); for helm prov (the .prov file
+	// beside the chart).
 	Layout string `json:"layout"`
 }
 

@@ -417,6 +417,11 @@ func (in *ResolvedSource) DeepCopyInto(out *ResolvedSource) {
 		*out = new(SourceSignature)
 		**out = **in
 	}
+	if in.VerifiedTag != nil {
+		in, out := &in.VerifiedTag, &out.VerifiedTag
+		*out = new(SourceSignature)
+		**out = **in
+	}
 	return
 }
 

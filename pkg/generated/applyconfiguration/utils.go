@@ -46,6 +46,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.GitReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GitRepositorySource"):
 		return &convoyv1alpha1.GitRepositorySourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("GitVerification"):
+		return &convoyv1alpha1.GitVerificationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("GlobalHealthRuleSet"):
 		return &convoyv1alpha1.GlobalHealthRuleSetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HealthAssessment"):
@@ -60,6 +62,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.HealthSummaryApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("HelmRepositorySource"):
 		return &convoyv1alpha1.HelmRepositorySourceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("HelmVerification"):
+		return &convoyv1alpha1.HelmVerificationApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Hook"):
 		return &convoyv1alpha1.HookApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InventoryEntry"):

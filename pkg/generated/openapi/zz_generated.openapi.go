@@ -43,6 +43,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.ContestedField{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_ContestedField(ref),
 		v1alpha1.GitReference{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_GitReference(ref),
 		v1alpha1.GitRepositorySource{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_GitRepositorySource(ref),
+		v1alpha1.GitVerification{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_GitVerification(ref),
 		v1alpha1.GlobalHealthRuleSet{}.OpenAPIModelName():              schema_convoy_apiserver_apis_convoy_v1alpha1_GlobalHealthRuleSet(ref),
 		v1alpha1.GlobalHealthRuleSetList{}.OpenAPIModelName():          schema_convoy_apiserver_apis_convoy_v1alpha1_GlobalHealthRuleSetList(ref),
 		v1alpha1.HealthAssessment{}.OpenAPIModelName():                 schema_convoy_apiserver_apis_convoy_v1alpha1_HealthAssessment(ref),
@@ -52,6 +53,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.HealthRuleSetSpec{}.OpenAPIModelName():                schema_convoy_apiserver_apis_convoy_v1alpha1_HealthRuleSetSpec(ref),
 		v1alpha1.HealthSummary{}.OpenAPIModelName():                    schema_convoy_apiserver_apis_convoy_v1alpha1_HealthSummary(ref),
 		v1alpha1.HelmRepositorySource{}.OpenAPIModelName():             schema_convoy_apiserver_apis_convoy_v1alpha1_HelmRepositorySource(ref),
+		v1alpha1.HelmVerification{}.OpenAPIModelName():                 schema_convoy_apiserver_apis_convoy_v1alpha1_HelmVerification(ref),
 		v1alpha1.Hook{}.OpenAPIModelName():                             schema_convoy_apiserver_apis_convoy_v1alpha1_Hook(ref),
 		v1alpha1.InventoryEntry{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_InventoryEntry(ref),
 		v1alpha1.InventoryEntryStatus{}.OpenAPIModelName():             schema_convoy_apiserver_apis_convoy_v1alpha1_InventoryEntryStatus(ref),
@@ -484,12 +486,48 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_GitRepositorySource(ref common
 							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
+					"verify": {
+						SchemaProps: spec.SchemaProps{
+							Description: "verify makes a signature of the commit (or of the annotated tag the ref names) a condition of its render, as Flux's GitRepository spec.verify: a commit that does not verify is never rendered, compared or shown.",
+							Ref:         ref(v1alpha1.GitVerification{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"url", "ref"},
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.GitReference{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+			v1alpha1.GitReference{}.OpenAPIModelName(), v1alpha1.GitVerification{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_GitVerification(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "GitVerification says what of a Git source must be signed, and by whom.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"mode": {
+						SchemaProps: spec.SchemaProps{
+							Description: "mode is what is verified, with Flux's names: HEAD the commit that is rendered; Tag the annotated tag the ref names (ref.tag or ref.semver), which must name that commit; TagAndHEAD both.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Release's namespace, read as the Release's ServiceAccount, that holds the public keys a signature may be made by: OpenPGP armored public keys or key rings in keys ending .asc; SSH public keys, as authorized_keys lines, in keys ending .pub or in the key allowed_signers (Git's gpg.ssh.allowedSignersFile). A signature by any of them verifies.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"secretRef"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
 	}
 }
 
@@ -907,8 +945,45 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_HelmRepositorySource(ref commo
 							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
 					},
+					"verify": {
+						SchemaProps: spec.SchemaProps{
+							Description: "verify makes the chart's provenance a condition of its render, as helm verify checks it: the .prov file beside the chart (its URL and .prov) must be signed by a key of the Secret and name the digest of the chart archive fetched, or nothing of it is rendered, compared or shown.",
+							Ref:         ref(v1alpha1.HelmVerification{}.OpenAPIModelName()),
+						},
+					},
 				},
 				Required: []string{"url", "chart"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.HelmVerification{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_HelmVerification(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "HelmVerification says whose provenance signature a Helm repository chart must carry.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"provider": {
+						SchemaProps: spec.SchemaProps{
+							Description: "provider of the signatures: helm (helm package --sign's .prov file).",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Release's namespace, read as the Release's ServiceAccount, whose keys ending in .asc hold OpenPGP armored public keys or key rings: a signature by any of them verifies.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"provider", "secretRef"},
 			},
 		},
 		Dependencies: []string{
@@ -3370,7 +3445,13 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ResolvedSource(ref commo
 					},
 					"verified": {
 						SchemaProps: spec.SchemaProps{
-							Description: "verified is the signature the artifact was verified with, when the source asks for one (spec.source.ociRepository.verify).",
+							Description: "verified is the signature the artifact was verified with, when the source asks for one (spec.source.ociRepository.verify, spec.source.git.verify, spec.source.helmRepository.verify): for a GitRepository the commit's (verify modes HEAD and TagAndHEAD) or the annotated tag's (mode Tag).",
+							Ref:         ref(subresourcesv1alpha1.SourceSignature{}.OpenAPIModelName()),
+						},
+					},
+					"verifiedTag": {
+						SchemaProps: spec.SchemaProps{
+							Description: "verifiedTag is the signature of the annotated tag of a GitRepository whose verify mode is TagAndHEAD (verified holds the commit's).",
 							Ref:         ref(subresourcesv1alpha1.SourceSignature{}.OpenAPIModelName()),
 						},
 					},
@@ -3392,22 +3473,43 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_SourceSignature(ref comm
 				Properties: map[string]spec.Schema{
 					"provider": {
 						SchemaProps: spec.SchemaProps{
-							Description: "provider is cosign.",
+							Description: "provider is cosign (an OCI artifact), git (a Git commit or tag object) or helm (a Helm repository chart's provenance file).",
 							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"format": {
+						SchemaProps: spec.SchemaProps{
+							Description: "format is the signature's format for git and helm: openpgp or ssh (git only).",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"key": {
 						SchemaProps: spec.SchemaProps{
-							Description: "key is the key of the verify Secret that holds the public key (ci.pub); empty for a keyless signature.",
+							Description: "key is the key of the verify Secret that holds the public key (ci.pub, release.asc); empty for a keyless signature.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
 					},
 					"fingerprint": {
 						SchemaProps: spec.SchemaProps{
-							Description: "fingerprint is sha256: and the hex SHA-256 of the public key's DER SubjectPublicKeyInfo; empty for a keyless signature.",
+							Description: "fingerprint identifies the public key: for cosign sha256: and the hex SHA-256 of its DER SubjectPublicKeyInfo (empty for a keyless signature); for an OpenPGP key its primary key's fingerprint (40 hex digits, as gpg prints it); for an SSH key SHA256: and its base64 SHA-256 (as ssh-keygen -l prints it).",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"keyID": {
+						SchemaProps: spec.SchemaProps{
+							Description: "keyID is the OpenPGP key id (16 hex digits) of the key or subkey that signed.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"identity": {
+						SchemaProps: spec.SchemaProps{
+							Description: "identity is the signer as the key names it: an OpenPGP key's primary user id (\"Name <email>\"), an SSH key's principals in allowed_signers.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
@@ -3428,7 +3530,7 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_SourceSignature(ref comm
 					},
 					"layout": {
 						SchemaProps: spec.SchemaProps{
-							Description: "layout is where the signature was found: tag (the legacy sha256-HEX.sig tag) or referrer (a Sigstore bundle attached as an OCI referrer).",
+							Description: "layout is where the signature was found: for cosign tag (the legacy sha256-HEX.sig tag) or referrer (a Sigstore bundle attached as an OCI referrer); for git commit (the commit object's gpgsig header) or tag (the annotated tag object's signature); for helm prov (the .prov file beside the chart).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",

@@ -159,6 +159,19 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: verify
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitVerification
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitVerification
+  map:
+    fields:
+    - name: mode
+      type:
+        scalar: string
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+      default: {}
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GlobalHealthRuleSet
   map:
     fields:
@@ -283,9 +296,23 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: verify
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmVerification
     - name: version
       type:
         scalar: string
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.HelmVerification
+  map:
+    fields:
+    - name: provider
+      type:
+        scalar: string
+      default: ""
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+      default: {}
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Hook
   map:
     fields:

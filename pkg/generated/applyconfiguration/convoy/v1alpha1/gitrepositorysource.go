@@ -42,6 +42,11 @@ type GitRepositorySourceApplyConfiguration struct {
 	// ca.crt (a PEM bundle the server's certificate must chain to), and
 	// optionally tls.crt and tls.key (a client certificate); https only.
 	CertSecretRef *LocalObjectReferenceApplyConfiguration `json:"certSecretRef,omitempty"`
+	// verify makes a signature of the commit (or of the annotated tag the
+	// ref names) a condition of its render, as Flux's GitRepository
+	// spec.verify: a commit that does not verify is never rendered,
+	// compared or shown.
+	Verify *GitVerificationApplyConfiguration `json:"verify,omitempty"`
 }
 
 // GitRepositorySourceApplyConfiguration constructs a declarative configuration of the GitRepositorySource type for use with
@@ -87,5 +92,13 @@ func (b *GitRepositorySourceApplyConfiguration) WithSecretRef(value *LocalObject
 // If called multiple times, the CertSecretRef field is set to the value of the last call.
 func (b *GitRepositorySourceApplyConfiguration) WithCertSecretRef(value *LocalObjectReferenceApplyConfiguration) *GitRepositorySourceApplyConfiguration {
 	b.CertSecretRef = value
+	return b
+}
+
+// WithVerify sets the Verify field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verify field is set to the value of the last call.
+func (b *GitRepositorySourceApplyConfiguration) WithVerify(value *GitVerificationApplyConfiguration) *GitRepositorySourceApplyConfiguration {
+	b.Verify = value
 	return b
 }

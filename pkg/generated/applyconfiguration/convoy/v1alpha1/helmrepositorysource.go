@@ -38,6 +38,12 @@ type HelmRepositorySourceApplyConfiguration struct {
 	// ca.crt (a PEM bundle the repository's certificate must chain to), and
 	// optionally tls.crt and tls.key (a client certificate).
 	CertSecretRef *LocalObjectReferenceApplyConfiguration `json:"certSecretRef,omitempty"`
+	// verify makes the chart's provenance a condition of its render, as
+	// helm verify checks it: the .prov file beside the chart (its URL and
+	// .prov) must be signed by a key of the Secret and name the digest of
+	// the chart archive fetched, or nothing of it is rendered, compared or
+	// shown.
+	Verify *HelmVerificationApplyConfiguration `json:"verify,omitempty"`
 }
 
 // HelmRepositorySourceApplyConfiguration constructs a declarative configuration of the HelmRepositorySource type for use with
@@ -83,5 +89,13 @@ func (b *HelmRepositorySourceApplyConfiguration) WithSecretRef(value *LocalObjec
 // If called multiple times, the CertSecretRef field is set to the value of the last call.
 func (b *HelmRepositorySourceApplyConfiguration) WithCertSecretRef(value *LocalObjectReferenceApplyConfiguration) *HelmRepositorySourceApplyConfiguration {
 	b.CertSecretRef = value
+	return b
+}
+
+// WithVerify sets the Verify field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verify field is set to the value of the last call.
+func (b *HelmRepositorySourceApplyConfiguration) WithVerify(value *HelmVerificationApplyConfiguration) *HelmRepositorySourceApplyConfiguration {
+	b.Verify = value
 	return b
 }
