@@ -21,6 +21,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/revision"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // KindGitRepository is the kind of a ResolvedSource of a Git repository.
@@ -207,6 +208,9 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 	r, err := f.resolveGit(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
+	}
+	if src.Verify != nil {
+		return nil, failure.New(verify.ReasonSignatureUnverified, nil, "%s: the verification of Git commits is not built yet", src.URL)
 	}
 	where := fmt.Sprintf("%s@%s", src.URL, r.commit)
 	if r.ref != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcehttp"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // helmResolution is a Helm repository source resolved to a chart version.
@@ -102,6 +103,9 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 	r, err := f.resolveHelm(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
+	}
+	if src.Verify != nil {
+		return nil, failure.New(verify.ReasonSignatureUnverified, nil, "%s: the verification of Helm provenance is not built yet", src.URL)
 	}
 	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
 	content := contentKey("helm\x00"+r.chartURL, r.resolved.Digest)

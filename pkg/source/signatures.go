@@ -66,9 +66,19 @@ func (f *Fetcher) verifyOCI(ctx context.Context, namespace string, src *convoyv1
 // says: that it is what the render was made from rests on who may write
 // render Secrets (artifacts/admission/protect-render-store.yaml).
 func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
-	if !verify.Asks(release) {
+	switch src := release.Spec.Source; {
+	case !verify.Asks(release):
 		return nil, nil
+	case src.Git != nil:
+		return f.verifyRevisionGit(ctx, release, inputs, resolved)
+	case src.HelmRepository != nil:
+		return f.verifyRevisionHelm(ctx, release, inputs, resolved)
 	}
+	return f.verifyRevisionOCI(ctx, release, inputs, resolved)
+}
+
+// verifyRevisionOCI is VerifyRevision for an OCI source.
+func (f *Fetcher) verifyRevisionOCI(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
 	src := release.Spec.Source.OCIRepository
 	switch {
 	case resolved == nil:

@@ -57,11 +57,14 @@ const UnverifiedMaxAge = 30 * time.Second
 var ErrUnknownProvider = errors.New("the provider of the signatures is not cosign")
 
 // Asks reports whether release asks for signatures of its source
-// (spec.source.ociRepository.verify): then neither a fresh render nor a
+// (spec.source.ociRepository.verify, spec.source.git.verify,
+// spec.source.helmRepository.verify): then neither a fresh render nor a
 // stored one reaches a compare unless what it was made from verifies.
 func Asks(release *convoyv1alpha1.Release) bool {
-	oci := release.Spec.Source.OCIRepository
-	return oci != nil && oci.Verify != nil
+	src := release.Spec.Source
+	return (src.OCIRepository != nil && src.OCIRepository.Verify != nil) ||
+		(src.Git != nil && src.Git.Verify != nil) ||
+		(src.HelmRepository != nil && src.HelmRepository.Verify != nil)
 }
 
 // Options configure a Verifier.
