@@ -254,6 +254,8 @@ func run() error {
 	if gitExample != "" {
 		fmt.Printf("\nGit's own server (git http-backend) serves the kustomize example at %s;\n", gitExample)
 		fmt.Println("the Release demo/podinfo-git takes overlays/prod from there: kubectl convoy release get podinfo-git -n demo")
+		fmt.Println("and demo/podinfo-git-signed its branch signed, once the commit's SSH signature verifies (spec.source.git.verify):")
+		fmt.Println("kubectl convoy release get podinfo-git-signed -n demo")
 		if *chartDir != "" {
 			fmt.Printf("and the example chart at %s, which the Release demo/web-git takes with its values-prod.yaml:\n", gitChartDir)
 			fmt.Println("kubectl convoy release get web-git -n demo")
@@ -419,7 +421,9 @@ const gitChartDir = "charts/web"
 // (branch main), which server serves, and creates the Release
 // demo/podinfo-git of its overlays/prod and, withChart, the Release
 // demo/web-git of the chart with its values-prod.yaml; both act as the
-// example's ServiceAccount. It returns the repository's URL.
+// example's ServiceAccount. The branch signed, signed with an SSH key, is
+// released as demo/podinfo-git-signed (signedGitRelease). It returns the
+// repository's URL.
 func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree, withChart bool) (string, error) {
 	repo, err := gitserver.InitBare(root, "podinfo.git")
 	if err != nil {
@@ -459,6 +463,9 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 		}
 	}
 	fmt.Fprintf(os.Stderr, "local-up: committed %s to %s and created the Release demo/podinfo-git\n", dir, url)
+	if err := signedGitRelease(ctx, cp, convoy, repo, tree, release); err != nil {
+		return "", err
+	}
 	return url, nil
 }
 
