@@ -254,12 +254,12 @@ func run() error {
 	if gitExample != "" {
 		fmt.Printf("\nGit's own server (git http-backend) serves the kustomize example at %s;\n", gitExample)
 		fmt.Println("the Release demo/podinfo-git takes overlays/prod from there: kubectl convoy release get podinfo-git -n demo")
-		fmt.Println("and demo/podinfo-git-signed its branch signed, once the commit's SSH signature verifies (spec.source.git.verify):")
-		fmt.Println("kubectl convoy release get podinfo-git-signed -n demo")
 		if *chartDir != "" {
 			fmt.Printf("and the example chart at %s, which the Release demo/web-git takes with its values-prod.yaml:\n", gitChartDir)
 			fmt.Println("kubectl convoy release get web-git -n demo")
 		}
+		fmt.Println("and demo/podinfo-git-signed its branch signed, once the commit's SSH signature verifies (spec.source.git.verify):")
+		fmt.Println("kubectl convoy release get podinfo-git-signed -n demo")
 	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 
@@ -450,6 +450,11 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 			},
 		},
 	}
+	// Every branch is pushed before the first Release lists the refs: a
+	// listing is shared by the Releases of a URL for its max age.
+	if err := signedGitRelease(ctx, cp, convoy, repo, tree, release); err != nil {
+		return "", err
+	}
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Release demo/podinfo-git: %w", err)
 	}
@@ -463,9 +468,6 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 		}
 	}
 	fmt.Fprintf(os.Stderr, "local-up: committed %s to %s and created the Release demo/podinfo-git\n", dir, url)
-	if err := signedGitRelease(ctx, cp, convoy, repo, tree, release); err != nil {
-		return "", err
-	}
 	return url, nil
 }
 
