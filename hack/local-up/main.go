@@ -258,6 +258,8 @@ func run() error {
 			fmt.Printf("and the example chart at %s, which the Release demo/web-git takes with its values-prod.yaml:\n", gitChartDir)
 			fmt.Println("kubectl convoy release get web-git -n demo")
 		}
+		fmt.Println("and demo/podinfo-git-signed its branch signed, once the commit's SSH signature verifies (spec.source.git.verify):")
+		fmt.Println("kubectl convoy release get podinfo-git-signed -n demo")
 	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 
@@ -419,7 +421,9 @@ const gitChartDir = "charts/web"
 // (branch main), which server serves, and creates the Release
 // demo/podinfo-git of its overlays/prod and, withChart, the Release
 // demo/web-git of the chart with its values-prod.yaml; both act as the
-// example's ServiceAccount. It returns the repository's URL.
+// example's ServiceAccount. The branch signed, signed with an SSH key, is
+// released as demo/podinfo-git-signed (signedGitRelease). It returns the
+// repository's URL.
 func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree, withChart bool) (string, error) {
 	repo, err := gitserver.InitBare(root, "podinfo.git")
 	if err != nil {
@@ -445,6 +449,11 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 				Deadline:              &metav1.Duration{Duration: 5 * time.Minute},
 			},
 		},
+	}
+	// Every branch is pushed before the first Release lists the refs: a
+	// listing is shared by the Releases of a URL for its max age.
+	if err := signedGitRelease(ctx, cp, convoy, repo, tree, release); err != nil {
+		return "", err
 	}
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Release demo/podinfo-git: %w", err)

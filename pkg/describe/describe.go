@@ -5,6 +5,7 @@ package describe
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -51,15 +52,55 @@ func GitRef(r convoyv1alpha1.GitReference) string {
 // Resolved names what the source of the desired render resolved to: the
 // chart version of a Helm repository, the tag of an OCI artifact, and the
 // digest it was fetched and verified by; the ref and commit of a Git
-// repository; and the signature it was verified with, if any.
+// repository; and the signature it was verified with, if any (for a Git
+// source verified in mode TagAndHEAD, the commit's and then the tag's).
 func Resolved(r *subresourcesv1alpha1.ResolvedSource) string {
 	out := resolvedArtifact(r)
-	switch v := r.Verified; {
-	case v == nil:
-	case v.Key != "":
-		out += fmt.Sprintf(", signed: %s key %s (%s, %s)", v.Provider, v.Key, v.Fingerprint, v.Layout)
-	default:
-		out += fmt.Sprintf(", signed: %s keyless by %s of issuer %s (%s)", v.Provider, v.Subject, v.Issuer, v.Layout)
+	if v := r.Verified; v != nil {
+		out += ", signed: " + Signature(v)
+	}
+	if v := r.VerifiedTag; v != nil {
+		out += ", tag signed: " + Signature(v)
+	}
+	return out
+}
+
+// Signature names the signature an artifact was verified with: its
+// provider, the key of the verify Secret and the public key's fingerprint,
+// and where the signature was found (its layout). A cosign signature names a
+// keyless signer by its certificate's subject and issuer; a Git or Helm
+// signature names its format (openpgp, ssh), the signer as the key names it
+// (an OpenPGP user id, the principals of an SSH key) and the OpenPGP key id
+// of the key or subkey that signed.
+func Signature(v *subresourcesv1alpha1.SourceSignature) string {
+	switch {
+	case v.Provider == "cosign" && v.Key != "":
+		return fmt.Sprintf("%s key %s (%s, %s)", v.Provider, v.Key, v.Fingerprint, v.Layout)
+	case v.Provider == "cosign":
+		return fmt.Sprintf("%s keyless by %s of issuer %s (%s)", v.Provider, v.Subject, v.Issuer, v.Layout)
+	}
+	out := v.Provider
+	if v.Format != "" {
+		out += " " + v.Format
+	}
+	if v.Key != "" {
+		out += " key " + v.Key
+	}
+	if v.Identity != "" {
+		out += " by " + v.Identity
+	}
+	var details []string
+	if v.Fingerprint != "" {
+		details = append(details, v.Fingerprint)
+	}
+	if v.KeyID != "" {
+		details = append(details, "key id "+v.KeyID)
+	}
+	if v.Layout != "" {
+		details = append(details, v.Layout)
+	}
+	if len(details) > 0 {
+		out += " (" + strings.Join(details, ", ") + ")"
 	}
 	return out
 }

@@ -519,3 +519,41 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// The signature the source was verified with is on the Release page and
+// its preview: the signer, the key of the Secret, the fingerprint and key
+// id, the layout, and for a Git source verified in mode TagAndHEAD the
+// tag's signature after the commit's; a user id is escaped.
+func TestSignedSource(t *testing.T) {
+	const fpr = "4F1A9C3E5B7D2A6E8C0B1D3F5A7C9E2B4D6F8A0C"
+	sig := func(layout string) *subresourcesv1alpha1.SourceSignature {
+		return &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "openpgp", Key: "release.asc", Fingerprint: fpr, KeyID: "8C0B1D3F5A7C9E2B", Identity: "Jane <jane@example.com>", Layout: layout}
+	}
+	for _, tc := range []struct {
+		name string
+		src  *subresourcesv1alpha1.ResolvedSource
+		want []string
+	}{
+		{"git commit over SSH", &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/apps", Ref: "refs/heads/main", Commit: strings.Repeat("a", 40),
+			Verified: &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "ssh", Key: "allowed_signers", Fingerprint: "SHA256:uN8mYz3V5qk2b7d6Zr0cXl9wQe1tPa4sHj8fGi2oKmE", Identity: "ci@example.com", Layout: "commit"}},
+			[]string{"signed: git ssh key allowed_signers by ci@example.com (SHA256:uN8mYz3V5qk2b7d6Zr0cXl9wQe1tPa4sHj8fGi2oKmE, commit)"}},
+		{"git TagAndHEAD", &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/apps", Ref: "refs/tags/v1.2.0", Commit: strings.Repeat("a", 40), Verified: sig("commit"), VerifiedTag: sig("tag")},
+			[]string{"signed: git openpgp key release.asc by Jane &lt;jane@example.com&gt; (" + fpr + ", key id 8C0B1D3F5A7C9E2B, commit), tag signed: git openpgp key release.asc by Jane &lt;jane@example.com&gt; (" + fpr + ", key id 8C0B1D3F5A7C9E2B, tag)"}},
+		{"helm provenance", &subresourcesv1alpha1.ResolvedSource{Kind: "HelmRepository", URL: "https://charts.example", Chart: "web", Version: "1.2.3", Digest: "sha256:00",
+			Verified: &subresourcesv1alpha1.SourceSignature{Provider: "helm", Format: "openpgp", Key: "charts.asc", Fingerprint: fpr, KeyID: "8C0B1D3F5A7C9E2B", Identity: "Charts", Layout: "prov"}},
+			[]string{"web 1.2.3 (sha256:00), signed: helm openpgp key charts.asc by Charts (" + fpr + ", key id 8C0B1D3F5A7C9E2B, prov)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := hostileFixture()
+			f.diff.ResolvedSource, f.preview.ResolvedSource = tc.src, tc.src
+			_, get := serve(t, f, Options{Namespace: "shop"})
+			for _, path := range []string{"/namespaces/shop/releases/web", "/namespaces/shop/releases/web/preview"} {
+				res, body := get(path)
+				require.Equal(t, 200, res.StatusCode, body)
+				for _, want := range tc.want {
+					assert.Contains(t, body, want, path)
+				}
+			}
+		})
+	}
+}

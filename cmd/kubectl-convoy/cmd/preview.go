@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/pkg/describe"
 )
 
 func newPreviewCommand(o *Options) *cobra.Command {
@@ -65,12 +66,16 @@ Needs get on releases/preview in subresources.convoy.kumodo.io.`,
 }
 
 // printPreviewStream writes the objects of p as a multi-document YAML
-// stream, after a comment that names the render.
+// stream, after a comment that names the render and the source it was
+// resolved to (with the signature it was verified with).
 func printPreviewStream(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Release %s/%s: %d objects\n", p.Namespace, p.Name, len(p.Objects))
 	fmt.Fprintf(&b, "# renderRef: %s\n", p.RenderRef)
 	fmt.Fprintf(&b, "# renderSource: %s\n", p.RenderSource)
+	if p.ResolvedSource != nil {
+		fmt.Fprintf(&b, "# resolvedSource: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedSource)))
+	}
 	for i, obj := range p.Objects {
 		y, err := yaml.JSONToYAML(obj.Raw)
 		if err != nil {
@@ -83,7 +88,8 @@ func printPreviewStream(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) err
 	return err
 }
 
-// printPreviewTable writes one row per object of p, then the render.
+// printPreviewTable writes one row per object of p, then the render and the
+// source it was resolved to (with the signature it was verified with).
 func printPreviewTable(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) error {
 	if len(p.Objects) > 0 {
 		tw := printers.GetNewTabWriter(w)
@@ -100,6 +106,12 @@ func printPreviewTable(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) erro
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "Release %s/%s: render %s (%s), %d objects\n", p.Namespace, p.Name, p.RenderRef, p.RenderSource, len(p.Objects))
-	return err
+	if _, err := fmt.Fprintf(w, "Release %s/%s: render %s (%s), %d objects\n", p.Namespace, p.Name, p.RenderRef, p.RenderSource, len(p.Objects)); err != nil {
+		return err
+	}
+	if p.ResolvedSource != nil {
+		_, err := fmt.Fprintf(w, "Resolved source: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedSource)))
+		return err
+	}
+	return nil
 }

@@ -412,6 +412,53 @@ Release shop/web: render 0123456789abcdef (Stored), 2 objects
 	})
 }
 
+// The source a preview was resolved to is printed with the signature it
+// was verified with: cosign as before, Git and Helm with the signer, and the
+// tag's signature for a Git source verified in mode TagAndHEAD.
+func TestPrintPreviewSignedSource(t *testing.T) {
+	const (
+		commit = "0123456789abcdef0123456789abcdef01234567"
+		fpr    = "4F1A9C3E5B7D2A6E8C0B1D3F5A7C9E2B4D6F8A0C"
+	)
+	pgp := func(layout string) *subresourcesv1alpha1.SourceSignature {
+		return &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "openpgp", Key: "release.asc", Fingerprint: fpr, KeyID: "8C0B1D3F5A7C9E2B", Identity: "Jane Doe <jane@example.com>", Layout: layout}
+	}
+	for _, tc := range []struct {
+		name     string
+		resolved *subresourcesv1alpha1.ResolvedSource
+		line     string
+	}{
+		{"cosign", &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r/web", Tag: "v1", Digest: "sha256:00",
+			Verified: &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "cosign.pub", Fingerprint: "sha256:ab", Layout: "referrer"}},
+			"oci://r/web:v1 (sha256:00), signed: cosign key cosign.pub (sha256:ab, referrer)"},
+		{"git SSH", &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "http://git.local/apps.git", Ref: "refs/heads/main", Commit: commit,
+			Verified: &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "ssh", Key: "ci.pub", Fingerprint: "SHA256:uN8mYz3V5qk2b7d6Zr0cXl9wQe1tPa4sHj8fGi2oKmE", Layout: "commit"}},
+			"http://git.local/apps.git refs/heads/main (commit " + commit + "), signed: git ssh key ci.pub (SHA256:uN8mYz3V5qk2b7d6Zr0cXl9wQe1tPa4sHj8fGi2oKmE, commit)"},
+		{"git TagAndHEAD", &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "http://git.local/apps.git", Ref: "refs/tags/v1.2.0", Commit: commit, Verified: pgp("commit"), VerifiedTag: pgp("tag")},
+			"http://git.local/apps.git refs/tags/v1.2.0 (commit " + commit + "), signed: git openpgp key release.asc by Jane Doe <jane@example.com> (" + fpr + ", key id 8C0B1D3F5A7C9E2B, commit)" +
+				", tag signed: git openpgp key release.asc by Jane Doe <jane@example.com> (" + fpr + ", key id 8C0B1D3F5A7C9E2B, tag)"},
+		{"helm", &subresourcesv1alpha1.ResolvedSource{Kind: "HelmRepository", URL: "https://charts.example", Chart: "web", Version: "1.2.3", Digest: "sha256:00",
+			Verified: &subresourcesv1alpha1.SourceSignature{Provider: "helm", Format: "openpgp", Key: "charts.asc", Fingerprint: fpr, KeyID: "8C0B1D3F5A7C9E2B", Identity: "Charts <charts@example.com>", Layout: "prov"}},
+			"web 1.2.3 (sha256:00), signed: helm openpgp key charts.asc by Charts <charts@example.com> (" + fpr + ", key id 8C0B1D3F5A7C9E2B, prov)"},
+		{"a user id that moves the cursor is escaped", &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "http://git.local/apps.git", Commit: commit,
+			Verified: &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "openpgp", Key: "release.asc", Identity: "Eve \x1b[2J", Layout: "commit"}},
+			"http://git.local/apps.git (commit " + commit + "), signed: git openpgp key release.asc by Eve ^[[2J (commit)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &subresourcesv1alpha1.ReleasePreview{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}, RenderRef: "0123456789abcdef", RenderSource: subresourcesv1alpha1.RenderSourceFresh, ResolvedSource: tc.resolved}
+			var out bytes.Buffer
+			require.NoError(t, printPreviewTable(&out, p))
+			assert.Equal(t, "Release shop/web: render 0123456789abcdef (Fresh), 0 objects\nResolved source: "+tc.line+"\n", out.String())
+			out.Reset()
+			require.NoError(t, printPreviewStream(&out, p))
+			assert.Equal(t, "# Release shop/web: 0 objects\n# renderRef: 0123456789abcdef\n# renderSource: Fresh\n# resolvedSource: "+tc.line+"\n", out.String())
+			out.Reset()
+			require.NoError(t, printOverview(&out, &overview{release: &convoyv1alpha1.Release{ObjectMeta: p.ObjectMeta}, diff: &subresourcesv1alpha1.ReleaseDiff{ResolvedSource: tc.resolved}}, time.Now()))
+			assert.Contains(t, out.String(), "Resolved source:   "+tc.line+"\n")
+		})
+	}
+}
+
 func TestPrintSync(t *testing.T) {
 	at := metav1.NewMicroTime(time.Date(2026, 11, 30, 3, 0, 24, 123456000, time.UTC))
 	tests := []struct {
