@@ -3,6 +3,7 @@ package verify
 import (
 	"k8s.io/component-base/metrics"
 
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
@@ -19,8 +20,8 @@ const (
 var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem: "convoy_source",
 	Name:      "verifications_total",
-	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify), by provider (cosign) and outcome (verified; unverified: " +
-		"SignatureUnverified, nothing rendered; failure: the registry or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
+	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify, spec.source.helmRepository.verify), by provider (cosign, helm) and outcome (verified; unverified: " +
+		"SignatureUnverified, nothing rendered; failure: the registry, the repository or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"provider", "outcome"})
 
@@ -31,5 +32,19 @@ func RegisterMetrics() {
 	metricSet.Register()
 	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
 		verifications.WithLabelValues(ProviderCosign, outcome)
+		verifications.WithLabelValues(ProviderHelm, outcome)
 	}
+}
+
+// countVerification counts the outcome of a verification of provider:
+// verified, unverified (err is SignatureUnverified) or a failure.
+func countVerification(provider string, err error) {
+	outcome := verifyVerified
+	switch {
+	case failure.ReasonOf(err) == ReasonSignatureUnverified:
+		outcome = verifyUnverified
+	case err != nil:
+		outcome = verifyFailure
+	}
+	verifications.WithLabelValues(provider, outcome).Inc()
 }
