@@ -41,7 +41,13 @@ func pgpKey(t *testing.T, name string) (*openpgp.Entity, []byte) {
 // for the archive web-VERSION.tgz (Helm's Signatory.ClearSign).
 func provOf(t *testing.T, e *openpgp.Entity, chart []byte, version string) []byte {
 	t.Helper()
-	prov, err := (&provenance.Signatory{Entity: e}).ClearSign(chart, "web-"+version+".tgz", fmt.Appendf(nil, "apiVersion: v2\nname: web\nversion: %s\n", version))
+	return provNamed(t, e, chart, "web-"+version+".tgz")
+}
+
+// provNamed is the provenance file of chart for the archive filename.
+func provNamed(t *testing.T, e *openpgp.Entity, chart []byte, filename string) []byte {
+	t.Helper()
+	prov, err := (&provenance.Signatory{Entity: e}).ClearSign(chart, filename, []byte("apiVersion: v2\nname: web\n"))
 	require.NoError(t, err)
 	return []byte(prov)
 }
@@ -223,4 +229,25 @@ func TestHelmVerifyRevision(t *testing.T) {
 			assert.Contains(t, ferr.Message, tc.says)
 		})
 	}
+}
+
+// The provenance file of a chart on another host is read from there as the
+// chart is, without the repository's credentials, through the address
+// policy.
+func TestHelmProvenanceElsewhere(t *testing.T) {
+	ctx := context.Background()
+	alice, alicePub := pgpKey(t, "Alice")
+	chart := []byte("chart web elsewhere")
+	elsewhere := startRepository(t, "", "")
+	elsewhere.files["web.tgz"] = chart
+	elsewhere.files["web.tgz.prov"] = provNamed(t, alice, chart, "web.tgz")
+	repo := startRepository(t, "bob", "pw")
+	repo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  web:\n  - {version: 1.0.0, urls: [%s/web.tgz], digest: %s}\n", elsewhere.URL, strings.TrimPrefix(sha256Hex(chart), "sha256:"))
+	f, _ := newFetcher(t)
+	dialed := loopbackOnly(t, f)
+	src, err := f.Fetch(ctx, signedRelease(repo, "", "keys"), helmInputs(repo, map[string]map[string][]byte{"keys": {"alice.asc": alicePub}}))
+	require.NoError(t, err)
+	assert.Equal(t, "alice.asc", src.Resolved.Verified.Key)
+	assert.Equal(t, []string{"GET /web.tgz auth=false", "GET /web.tgz.prov auth=false"}, elsewhere.taken())
+	assert.Contains(t, dialed.taken(), strings.TrimPrefix(elsewhere.URL, "https://"), "through the dialer's policy")
 }
