@@ -20,8 +20,8 @@ const (
 var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem: "convoy_source",
 	Name:      "verifications_total",
-	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify, spec.source.helmRepository.verify), by provider (cosign, helm) and outcome (verified; unverified: " +
-		"SignatureUnverified, nothing rendered; failure: the registry, the repository or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
+	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify), by provider (cosign) and outcome (verified; unverified: " +
+		"SignatureUnverified, nothing rendered; failure: the registry or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"provider", "outcome"})
 
