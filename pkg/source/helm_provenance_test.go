@@ -165,6 +165,8 @@ func TestHelmProvenanceCachedChart(t *testing.T) {
 	requests := repo.taken()
 	assert.Zero(t, countPrefix(requests, "GET /charts/web-1.0.0.tgz auth"), "the chart is kept: %v", requests)
 	assert.Equal(t, 1, countPrefix(requests, "GET /charts/web-1.0.0.tgz.prov"), "its provenance read again for other keys")
+	fetchErr(t, f, signedRelease(repo, "", "bob"), inputs, verify.ReasonSignatureUnverified)
+	assert.Empty(t, repo.taken(), "the SignatureUnverified is kept (verify.UnverifiedMaxAge)")
 
 	src, err := f.Fetch(ctx, signedRelease(repo, "", "both"), inputs)
 	require.NoError(t, err)
