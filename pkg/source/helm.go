@@ -20,7 +20,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/helmrepo"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcehttp"
-	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // helmResolution is a Helm repository source resolved to a chart version.
@@ -93,26 +92,38 @@ func (f *Fetcher) resolveHelm(ctx context.Context, namespace string, src *convoy
 }
 
 // helm fetches a chart of a Helm repository: it resolves it (resolveHelm),
-// downloads the chart archive from the entry's URL (credentials only to the
-// repository's own origin) and checks it against the entry's digest. A chart
-// in the content cache is used only when it was downloaded from the URL of
-// the entry (an index that lists a known digest at a URL of its own gets a
-// download from there), and once the repository confirmed (a HEAD) that
-// these credentials may read it.
+// gets the chart archive (helmChart) and, when the source asks for it,
+// verifies it by its provenance file before it is served (verifyHelm).
 func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha1.HelmRepositorySource, inputs Inputs) (*Source, error) {
 	r, err := f.resolveHelm(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
 	}
-	if src.Verify != nil {
-		return nil, failure.New(verify.ReasonSignatureUnverified, nil, "%s: the verification of Helm provenance is not built yet", src.URL)
-	}
 	out := &Source{Where: fmt.Sprintf("%s chart %s %s (%s)", src.URL, src.Chart, r.resolved.Version, r.resolved.Digest), Resolved: r.resolved}
+	chart, err := f.helmChart(ctx, namespace, r, out.Where)
+	if err != nil {
+		return nil, err
+	}
+	if src.Verify != nil {
+		if out.Resolved.Verified, err = f.verifyHelm(ctx, namespace, src, inputs, r, chart, out.Where); err != nil {
+			return nil, err
+		}
+	}
+	out.Chart = chart
+	return out, nil
+}
+
+// helmChart downloads the chart archive of r from the entry's URL
+// (credentials only to the repository's own origin) and checks it against
+// the entry's digest. A chart in the content cache is used only when it
+// was downloaded from the URL of the entry (an index that lists a known
+// digest at a URL of its own gets a download from there), and once the
+// repository confirmed (a HEAD) that these credentials may read it.
+func (f *Fetcher) helmChart(ctx context.Context, namespace string, r *helmResolution, where string) ([]byte, error) {
 	content := contentKey("helm\x00"+r.chartURL, r.resolved.Digest)
 	accessKey := content + "\x00" + r.creds.Key
 	if a, ok := f.getContent(content); f.countLookup(agecache.CacheSource, ok && f.isConfirmed(accessKey)) {
-		out.Chart = a.chart
-		return out, nil
+		return a.chart, nil
 	}
 	v, err := f.shared(ctx, namespace, "content\x00"+accessKey, func(ctx context.Context) (any, error) {
 		if a, ok := f.getContent(content); ok {
@@ -130,9 +141,9 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 		}
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != r.resolved.Digest {
-			return nil, failure.New(sourcefailure.ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", out.Where, r.chartURL, got)
+			return nil, failure.New(sourcefailure.ReasonDigestMismatch, nil, "%s: the chart %s is %s, not the digest of the index", where, r.chartURL, got)
 		}
-		if err := checkChart(out.Where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
+		if err := checkChart(where, data, int64(f.opts.MaxArtifactBytes)); err != nil {
 			return nil, err
 		}
 		a := &artifact{chart: data}
@@ -143,8 +154,7 @@ func (f *Fetcher) helm(ctx context.Context, namespace string, src *convoyv1alpha
 	if err != nil {
 		return nil, err
 	}
-	out.Chart = v.(*artifact).chart
-	return out, nil
+	return v.(*artifact).chart, nil
 }
 
 // request sends method to u and reads the answer, at most limit bytes (a

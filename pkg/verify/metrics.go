@@ -3,6 +3,7 @@ package verify
 import (
 	"k8s.io/component-base/metrics"
 
+	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
 )
 
@@ -31,5 +32,19 @@ func RegisterMetrics() {
 	metricSet.Register()
 	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
 		verifications.WithLabelValues(ProviderCosign, outcome)
+		verifications.WithLabelValues(ProviderHelm, outcome)
 	}
+}
+
+// countVerification counts the outcome of a verification of provider:
+// verified, unverified (err is SignatureUnverified) or a failure.
+func countVerification(provider string, err error) {
+	outcome := verifyVerified
+	switch {
+	case failure.ReasonOf(err) == ReasonSignatureUnverified:
+		outcome = verifyUnverified
+	case err != nil:
+		outcome = verifyFailure
+	}
+	verifications.WithLabelValues(provider, outcome).Inc()
 }

@@ -1,11 +1,16 @@
 // Package verify is the signature policy of Releases' sources
-// (spec.source.ociRepository.verify): whether a Release asks for
-// signatures, what verifies under its policy (the public keys of its
-// Secret, or keyless: a trust root and the identities it expects), the
-// verdicts kept (a signature, a SignatureUnverified for UnverifiedMaxAge)
-// and the reason SignatureUnverified. pkg/cosign verifies the signatures;
-// pkg/source resolves the digest and reads through its Fetcher, which a
-// Verifier is given (Fetcher): its Secrets, its slots, its reasons.
+// (spec.source.ociRepository.verify, spec.source.helmRepository.verify):
+// whether a Release asks for signatures, what verifies under its policy
+// (the public keys of its Secret, or keyless: a trust root and the
+// identities it expects), the verdicts kept (a signature, a
+// SignatureUnverified for UnverifiedMaxAge) and the reason
+// SignatureUnverified. pkg/cosign verifies the signatures of OCI
+// artifacts; a Helm repository chart is verified by its provenance file
+// (helm package --sign's .prov) with Helm's provenance package and the
+// OpenPGP keys of its Secret (VerifyHelm, helm.go). pkg/source resolves
+// the digest, downloads the chart and its provenance file and reads
+// through its Fetcher, which a Verifier is given (Fetcher): its Secrets,
+// its slots, its reasons.
 package verify
 
 import (
@@ -149,14 +154,7 @@ type Artifact struct {
 // material. It counts the outcome (convoy_source_verifications_total).
 func (v *Verifier) Verify(ctx context.Context, f Fetcher, a Artifact, spec *convoyv1alpha1.OCIVerification) (*subresourcesv1alpha1.SourceSignature, error) {
 	sig, err := v.verify(ctx, f, a, spec)
-	outcome := verifyVerified
-	switch {
-	case failure.ReasonOf(err) == ReasonSignatureUnverified:
-		outcome = verifyUnverified
-	case err != nil:
-		outcome = verifyFailure
-	}
-	verifications.WithLabelValues(spec.Provider, outcome).Inc()
+	countVerification(spec.Provider, err)
 	return sig, err
 }
 
