@@ -42,11 +42,13 @@ func (f *Fetcher) verifyHelm(ctx context.Context, namespace string, src *convoyv
 func (f *Fetcher) provenance(ctx context.Context, r *helmResolution) ([]byte, error) {
 	u := r.chartURL + ".prov"
 	data, err := f.request(ctx, r, http.MethodGet, u, verify.MaxProvenanceBytes, "the provenance file")
+	// No cause: the repository's reason under it would be what the
+	// condition shows (failure.Cause), and it is the verdict's.
 	switch failure.ReasonOf(err) {
 	case sourcefailure.ReasonArtifactNotFound:
-		return nil, failure.Quiet(verify.ReasonSignatureUnverified, err, "the repository has no provenance file %s (404): the chart is not signed (helm package --sign writes it beside the chart)", u)
+		return nil, failure.New(verify.ReasonSignatureUnverified, nil, "the repository has no provenance file %s (404): the chart is not signed (helm package --sign writes it beside the chart)", u)
 	case sourcefailure.ReasonArtifactTooLarge:
-		return nil, failure.Quiet(verify.ReasonSignatureUnverified, err, "the provenance file %s is larger than the limit of %d bytes", u, verify.MaxProvenanceBytes)
+		return nil, failure.New(verify.ReasonSignatureUnverified, nil, "the provenance file %s is larger than the limit of %d bytes", u, verify.MaxProvenanceBytes)
 	}
 	return data, err
 }

@@ -130,6 +130,8 @@ func TestHelmProvenance(t *testing.T) {
 				ferr := fetchErr(t, f, signedRelease(repo, "", "keys"), inputs, verify.ReasonSignatureUnverified)
 				t.Log(ferr.Message)
 				assert.Contains(t, ferr.Message, tc.says)
+				cause, _ := failure.Cause(ferr)
+				assert.Equal(t, verify.ReasonSignatureUnverified, cause.Reason, "the reason the condition shows (the innermost failure): %s", cause.Message)
 				assert.Contains(t, ferr.Message, repo.URL+" chart web 1.0.0 ", "names the repository, the chart and the version")
 				return
 			}
