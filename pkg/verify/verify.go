@@ -1,11 +1,17 @@
-// Package verify is the signature policy of Releases' sources
-// (spec.source.ociRepository.verify): whether a Release asks for
-// signatures, what verifies under its policy (the public keys of its
-// Secret, or keyless: a trust root and the identities it expects), the
-// verdicts kept (a signature, a SignatureUnverified for UnverifiedMaxAge)
-// and the reason SignatureUnverified. pkg/cosign verifies the signatures;
-// pkg/source resolves the digest and reads through its Fetcher, which a
-// Verifier is given (Fetcher): its Secrets, its slots, its reasons.
+// Package verify is the signature policy of Releases' sources: whether a
+// Release asks for signatures, what verifies under its policy, the
+// verdicts kept (a signature for Options.MaxAge, a SignatureUnverified for
+// UnverifiedMaxAge, never across namespaces or trust material) and the
+// reason SignatureUnverified. For an OCI artifact
+// (spec.source.ociRepository.verify) pkg/cosign verifies the signatures,
+// by the public keys of a Secret, or keyless by a trust root and the
+// identities it expects (Verify). For a Git source (spec.source.git.verify)
+// pkg/gitverify verifies the commit's and the annotated tag's signatures
+// (OpenPGP or SSH) by the public keys of a Secret, under Flux's modes
+// HEAD, Tag and TagAndHEAD (VerifyGit). pkg/source resolves the digest or
+// the commit, fetches what is verified, and reads through its Fetcher,
+// which a Verifier is given (Fetcher): its Secrets, its slots, its
+// reasons.
 package verify
 
 import (
@@ -26,6 +32,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/gitverify"
 )
 
 // ReasonSignatureUnverified is an artifact whose signature a Release asks
@@ -33,10 +40,13 @@ import (
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
 	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies (by a key of the Secret, " +
-		"or keyless by the trust root and an expected identity), or a stored render names no revision that verifies now: nothing of it was rendered, " +
+		"or keyless by the trust root and an expected identity), or spec.source.git.verify asks for one and the commit (mode HEAD), the annotated tag of " +
+		"the ref (Tag) or both (TagAndHEAD) are not signed by a key of the Secret (or the tag names another commit), " +
+		"or a stored render names no revision that verifies now: nothing of it was rendered, " +
 		"compared or shown; the message names the signature and the step that failed (the cases: docs/users/verification.md)",
 	Action: "sign the digest (cosign sign --key, or in the CI matchOIDCIdentity expects) or trust its signer (its .pub key in the Secret, its issuer " +
-		"and subject in matchOIDCIdentity); for a stored render, pin one stored from a signed digest, or remove the pin",
+		"and subject in matchOIDCIdentity); for Git, sign the commit or the tag (git commit -S, git tag -s) or trust its key (.asc, .pub or allowed_signers " +
+		"in the Secret); for a stored render, pin one stored from a signed revision, or remove the pin",
 })
 
 // TrustRootKey is the key of a trustedRootSecretRef Secret.
@@ -72,6 +82,9 @@ type Options struct {
 	// Signatures bound the signatures read to verify an artifact
 	// (cosign.Limits; zero: its defaults).
 	Signatures cosign.Limits
+	// GitLimits bound a Git signature block and a key Secret, checked
+	// before they are parsed (gitverify.Limits; zero: its defaults).
+	GitLimits gitverify.Limits
 	// MaxAge is how long a verdict is kept (the sources' ResolveMaxAge; a
 	// SignatureUnverified at most UnverifiedMaxAge); zero: none is kept.
 	MaxAge time.Duration
@@ -84,10 +97,11 @@ type Options struct {
 type Verifier struct {
 	opts Options
 	// signatures are the verdicts of verifications by namespace, origin,
-	// digest, provider and the digest of the policy (verdict); unverified
-	// are the errors of cosign of those that were SignatureUnverified, by
-	// the same keys, for UnverifiedMaxAge. nil: no verdict kept.
-	signatures *agecache.Cache[string, *subresourcesv1alpha1.SourceSignature]
+	// digest (a Git commit and tag object), provider and the digest of the
+	// policy (verdict, gitVerdict); unverified are the errors of cosign or
+	// gitverify of those that were SignatureUnverified, by the same keys,
+	// for UnverifiedMaxAge. nil: no verdict kept.
+	signatures *agecache.Cache[string, signed]
 	unverified *agecache.Cache[string, error]
 	// trustRoots are the trust roots of trustedRootSecretRef Secrets, by
 	// the SHA-256 of their trusted_root.json: parsed once.
@@ -102,7 +116,7 @@ func New(opts Options) *Verifier {
 	v := &Verifier{opts: opts, trustRoots: agecache.New[string, *cosign.TrustRoot](64, time.Hour, opts.Clock, nil)}
 	if opts.MaxAge > 0 {
 		const entries = 4096
-		v.signatures = agecache.New[string, *subresourcesv1alpha1.SourceSignature](entries, opts.MaxAge, opts.Clock, nil)
+		v.signatures = agecache.New[string, signed](entries, opts.MaxAge, opts.Clock, nil)
 		v.unverified = agecache.New[string, error](entries, min(UnverifiedMaxAge, opts.MaxAge), opts.Clock, nil)
 	}
 	return v
@@ -149,6 +163,13 @@ type Artifact struct {
 // material. It counts the outcome (convoy_source_verifications_total).
 func (v *Verifier) Verify(ctx context.Context, f Fetcher, a Artifact, spec *convoyv1alpha1.OCIVerification) (*subresourcesv1alpha1.SourceSignature, error) {
 	sig, err := v.verify(ctx, f, a, spec)
+	count(spec.Provider, err)
+	return sig, err
+}
+
+// count counts the outcome of a verification of provider whose error is
+// err (convoy_source_verifications_total).
+func count(provider string, err error) {
 	outcome := verifyVerified
 	switch {
 	case failure.ReasonOf(err) == ReasonSignatureUnverified:
@@ -156,8 +177,7 @@ func (v *Verifier) Verify(ctx context.Context, f Fetcher, a Artifact, spec *conv
 	case err != nil:
 		outcome = verifyFailure
 	}
-	verifications.WithLabelValues(spec.Provider, outcome).Inc()
-	return sig, err
+	verifications.WithLabelValues(provider, outcome).Inc()
 }
 
 func (v *Verifier) verify(ctx context.Context, f Fetcher, a Artifact, spec *convoyv1alpha1.OCIVerification) (*subresourcesv1alpha1.SourceSignature, error) {
