@@ -3,8 +3,9 @@
 // http-backend` behind net/http/cgi. It builds bare repositories with the git
 // CLI's plumbing (hash-object, mktree, commit-tree, update-ref), never with a
 // work tree, and with fixed names and dates, so that the same content gives
-// the same commit sha on every run. The server can ask for basic
-// authentication, answer slowly, be down, and records the requests it got.
+// the same commit sha on every run (unless it signs them: Repo.Signing, with
+// keys of ssh-keygen or gpg). The server can ask for basic authentication,
+// answer slowly, be down, and records the requests it got.
 //
 // It speaks no Git protocol of its own: every byte of Git on the wire comes
 // from git. It is for the tests and `make run` only, and is never part of the
@@ -76,6 +77,9 @@ type Repo struct {
 	// Author and Committer sign commits (Committer is also the tagger of
 	// annotated tags). Zero fields are DefaultSignature's.
 	Author, Committer Signature
+	// Signing, when set, signs the commits (Commit) and annotated tags
+	// (AnnotatedTag) made after it is set, with git's own signing.
+	Signing *Signing
 }
 
 // Tree is the content of a commit. Paths are slash-separated and relative;
@@ -127,6 +131,9 @@ func (r *Repo) Commit(branch string, tree Tree, message string) (string, error) 
 		return "", err
 	}
 	args := []string{"commit-tree", treeSHA}
+	if r.Signing != nil {
+		args = append(args, "-S")
+	}
 	if parent != "" {
 		args = append(args, "-p", parent)
 	}
@@ -165,9 +172,13 @@ func (r *Repo) DeleteRef(name string) error {
 }
 
 // AnnotatedTag makes an annotated tag name of sha with message, tagged by
-// r.Committer.
+// r.Committer (and signed with r.Signing when set).
 func (r *Repo) AnnotatedTag(name, sha, message string) error {
-	_, err := r.git(nil, "tag", "--annotate", "--cleanup=verbatim", "--message", message, name, sha)
+	kind := "--annotate"
+	if r.Signing != nil {
+		kind = "--sign"
+	}
+	_, err := r.git(nil, "tag", kind, "--cleanup=verbatim", "--message", message, name, sha)
 	return err
 }
 
@@ -199,6 +210,10 @@ func (r *Repo) git(stdin []byte, args ...string) (string, error) {
 		"GIT_COMMITTER_EMAIL=" + committer.Email,
 		"GIT_COMMITTER_DATE=" + committer.date(),
 	}
+	if r.Signing != nil {
+		args = append(r.Signing.config(), args...)
+		env = append(env, r.Signing.env()...)
+	}
 	return runGit(r.Dir, env, stdin, args...)
 }
 
@@ -219,7 +234,14 @@ func runGit(gitDir string, env []string, stdin []byte, args ...string) (string, 
 	if gitDir != "" {
 		args = append([]string{"--git-dir", gitDir}, args...)
 	}
-	cmd := exec.Command("git", args...)
+	return run(env, stdin, "git", args...)
+}
+
+// run runs name with args, baseEnv and env, and stdin when not nil, and
+// returns its standard output without the trailing newline (also when it
+// fails).
+func run(env []string, stdin []byte, name string, args ...string) (string, error) {
+	cmd := exec.Command(name, args...)
 	cmd.Env = append(baseEnv(), env...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -229,7 +251,7 @@ func runGit(gitDir string, env []string, stdin []byte, args ...string) (string, 
 	err := cmd.Run()
 	out := strings.TrimSuffix(stdout.String(), "\n")
 	if err != nil {
-		return out, fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return out, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil
 }
