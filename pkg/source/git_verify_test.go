@@ -107,6 +107,11 @@ func TestGitVerify(t *testing.T) {
 	unsigned := g.commitBy(t, nil, "unsigned", files)
 	g.tagBy(t, nil, "v1-unsigned", unsigned)
 	require.NoError(t, g.repo.Tag("v1-light", main))
+	// v9 names the signed tag object of v1, as one who may push but not
+	// sign could.
+	v1, err := exec.Command("git", "--git-dir", g.repo.Dir, "rev-parse", "refs/tags/v1").Output()
+	require.NoError(t, err)
+	require.NoError(t, g.repo.SetRef("refs/tags/v9", strings.TrimSpace(string(v1))))
 	other := g.commitBy(t, g.other, "other", files)
 	// The signature of main over another content.
 	tampered := g.rawCommit(t, "tampered", strings.Replace(g.catFile(t, "commit", main), "\ncommit\n", "\ncommit, changed\n", 1))
@@ -146,6 +151,7 @@ func TestGitVerify(t *testing.T) {
 		{name: "HEAD tampered", ref: branch("tampered"), commit: tampered, unverfied: "does not verify its content"},
 		{name: "Tag unsigned", ref: tag("v1-unsigned"), mode: "Tag", commit: unsigned, unverfied: "tag v1-unsigned"},
 		{name: "Tag of a lightweight tag", ref: tag("v1-light"), mode: "Tag", commit: main, unverfied: "a lightweight tag, not an annotated tag"},
+		{name: "Tag of another tag's object", ref: convoyv1alpha1.GitReference{SemVer: ">=1.0.0"}, mode: "Tag", commit: main, unverfied: `of the tag "v1", not of the tag "v9"`},
 		{name: "Tag of a branch", ref: branch("main"), mode: "Tag", commit: main, unverfied: "not an annotated tag"},
 		{name: "TagAndHEAD, the tag signed, the commit not", ref: tag("v1-unsigned"), mode: "TagAndHEAD", commit: unsigned, unverfied: "is not signed"},
 		{name: "no Secret", ref: branch("main"), secret: "missing", commit: main, unverfied: "not found"},
