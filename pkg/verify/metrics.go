@@ -19,7 +19,7 @@ const (
 var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem: "convoy_source",
 	Name:      "verifications_total",
-	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify, spec.source.git.verify), by provider (cosign, git) and outcome (verified; unverified: " +
+	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify), by provider (cosign) and outcome (verified; unverified: " +
 		"SignatureUnverified, nothing rendered; failure: the registry or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"provider", "outcome"})

@@ -40,13 +40,10 @@ import (
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
 	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies (by a key of the Secret, " +
-		"or keyless by the trust root and an expected identity), or spec.source.git.verify asks for one and the commit (mode HEAD), the annotated tag of " +
-		"the ref (Tag) or both (TagAndHEAD) are not signed by a key of the Secret (or the tag names another commit), " +
-		"or a stored render names no revision that verifies now: nothing of it was rendered, " +
+		"or keyless by the trust root and an expected identity), or a stored render names no revision that verifies now: nothing of it was rendered, " +
 		"compared or shown; the message names the signature and the step that failed (the cases: docs/users/verification.md)",
 	Action: "sign the digest (cosign sign --key, or in the CI matchOIDCIdentity expects) or trust its signer (its .pub key in the Secret, its issuer " +
-		"and subject in matchOIDCIdentity); for Git, sign the commit or the tag (git commit -S, git tag -s) or trust its key (.asc, .pub or allowed_signers " +
-		"in the Secret); for a stored render, pin one stored from a signed revision, or remove the pin",
+		"and subject in matchOIDCIdentity); for a stored render, pin one stored from a signed digest, or remove the pin",
 })
 
 // TrustRootKey is the key of a trustedRootSecretRef Secret.
@@ -98,7 +95,7 @@ type Verifier struct {
 	opts Options
 	// signatures are the verdicts of verifications by namespace, origin,
 	// digest (a Git commit and tag object), provider and the digest of the
-	// policy (verdict, gitVerdict); unverified are the errors of cosign or
+	// policy (verdict, verifyGit); unverified are the errors of cosign or
 	// gitverify of those that were SignatureUnverified, by the same keys,
 	// for UnverifiedMaxAge. nil: no verdict kept.
 	signatures *agecache.Cache[string, signed]
