@@ -155,6 +155,10 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 		secretRefs(src.HelmRepository.SecretRef, src.HelmRepository.CertSecretRef)
 	case src.Git != nil:
 		secretRefs(src.Git.SecretRef, src.Git.CertSecretRef)
+		if v := src.Git.Verify; v != nil {
+			// A key removed from the Secret renders again, verified again.
+			secretRefs(&v.SecretRef)
+		}
 	default:
 		return "", false
 	}

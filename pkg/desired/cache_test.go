@@ -49,6 +49,19 @@ func TestRenderCacheKeepsTheObjects(t *testing.T) {
 	assert.Less(t, cache.entries.Size(), 200, "kept compressed")
 }
 
+// homeAccess is the access of shop/default to a home cluster that holds
+// the metadata of objs (inputMeta), read afresh each time, on a fake
+// clock.
+func homeAccess(t *testing.T, objs ...runtime.Object) (*metadatafake.FakeMetadataClient, *clocktesting.FakeClock, *cluster.Access) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, metav1.AddMetaToScheme(scheme))
+	meta := metadatafake.NewSimpleMetadataClient(scheme, objs...)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	return meta, clk, &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "default"},
+		HomeSnapshots: cluster.NewSnapshots(meta, time.Nanosecond, clk), Target: &cluster.Target{}}
+}
+
 func inputMeta(kind, name, rv string) *metav1.PartialObjectMetadata {
 	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv}}
@@ -180,12 +193,7 @@ func (r *resolvingRenderer) ResolveSource(context.Context, *convoyv1alpha1.Relea
 // change, and never taken
 // from the cache when its source cannot be resolved (the render says why).
 func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, metav1.AddMetaToScheme(scheme))
-	meta := metadatafake.NewSimpleMetadataClient(scheme, inputMeta("Secret", "pull", "1"), inputMeta("Secret", "keys", "1"))
-	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	access := &cluster.Access{Identity: cluster.Identity{Namespace: "shop", Name: "default"},
-		HomeSnapshots: cluster.NewSnapshots(meta, time.Nanosecond, clk), Target: &cluster.Target{}}
+	meta, clk, access := homeAccess(t, inputMeta("Secret", "pull", "1"), inputMeta("Secret", "keys", "1"))
 	cache := NewRenderCache(1000, time.Hour, clk)
 	next := &resolvingRenderer{digest: "sha256:aaa"}
 	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
@@ -240,6 +248,30 @@ func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
 	_, err = cache.Renderer(plain, access).Render(context.Background(), release)
 	require.NoError(t, err)
 	assert.Equal(t, 2, plain.n, "a renderer that cannot resolve sources is never cached for them")
+}
+
+// A Git source's verify Secret is an input of its renders, as an OCI
+// source's is: a key removed renders again, verified again.
+func TestRenderCacheKeysOfGitVerify(t *testing.T) {
+	meta, clk, access := homeAccess(t, inputMeta("Secret", "keys", "1"))
+	cache := NewRenderCache(1000, time.Hour, clk)
+	next := &resolvingRenderer{digest: "git:0123456789abcdef0123456789abcdef01234567"}
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
+		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{Git: &convoyv1alpha1.GitRepositorySource{
+			URL: "https://git.example/apps.git", Ref: convoyv1alpha1.GitReference{Branch: "main"},
+			Verify: &convoyv1alpha1.GitVerification{SecretRef: convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}}}
+	for range 2 {
+		clk.Step(time.Millisecond)
+		_, err := cache.Renderer(next, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, next.n, "nothing changed")
+	_, err := meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta("Secret", "keys", "2"), metav1.UpdateOptions{})
+	require.NoError(t, err)
+	clk.Step(time.Millisecond)
+	_, err = cache.Renderer(next, access).Render(context.Background(), release)
+	require.NoError(t, err)
+	assert.Equal(t, 2, next.n, "the keys to verify with changed: verified again")
 }
 
 func TestRenderCacheBounds(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -95,6 +96,21 @@ func gpgGitSigner(t *testing.T) gitSigner {
 	}
 }
 
+// servedRepo is a repository apps.git served by git http-backend, whose
+// main holds one commit, base (cm.yaml).
+func servedRepo(t *testing.T) (*gitserver.Repo, *gitserver.Server, string) {
+	t.Helper()
+	root := t.TempDir()
+	repo, err := gitserver.InitBare(root, "apps.git")
+	require.NoError(t, err)
+	base, err := repo.Commit("main", gitserver.Tree{Files: map[string]string{"cm.yaml": "kind: ConfigMap\n"}}, "base")
+	require.NoError(t, err)
+	s, err := gitserver.Start(gitserver.Options{Root: root})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return repo, s, base
+}
+
 func TestFetchObjectsSignedWithGit(t *testing.T) {
 	signers := map[string]func(*testing.T) gitSigner{
 		"ssh ed25519": func(t *testing.T) gitSigner { return sshGitSigner(t, "ed25519") },
@@ -105,14 +121,7 @@ func TestFetchObjectsSignedWithGit(t *testing.T) {
 	for name, newSigner := range signers {
 		t.Run(name, func(t *testing.T) {
 			signer := newSigner(t)
-			root := t.TempDir()
-			repo, err := gitserver.InitBare(root, "apps.git")
-			require.NoError(t, err)
-			base, err := repo.Commit("main", gitserver.Tree{Files: map[string]string{"cm.yaml": "kind: ConfigMap\n"}}, "base")
-			require.NoError(t, err)
-			s, err := gitserver.Start(gitserver.Options{Root: root})
-			require.NoError(t, err)
-			t.Cleanup(s.Close)
+			repo, s, base := servedRepo(t)
 
 			git := func(args ...string) string {
 				return run(t, signer.env, "git", append(append([]string{"--git-dir", repo.Dir}, signer.config...), args...)...)
@@ -186,4 +195,28 @@ func TestFetchObjectsSignedWithGit(t *testing.T) {
 			assert.ErrorContains(t, err, "refs/tags/light is a lightweight tag")
 		})
 	}
+}
+
+// A commit whose gpgsig header is 10 MiB is fetched in its time, its tree
+// read without decoding the commit (go-git's decoder copies the header
+// once per line: hours), and its object is what the fetch stored.
+func TestFetchCommitOfHugeSignature(t *testing.T) {
+	repo, s, base := servedRepo(t)
+	raw := run(t, nil, "git", "--git-dir", repo.Dir, "cat-file", "commit", base)
+	huge := strings.Replace(raw, "\n\n", "\ngpgsig -----BEGIN SSH SIGNATURE-----\n"+strings.Repeat(" "+strings.Repeat("A", 70)+"\n", 10<<20/72)+" -----END SSH SIGNATURE-----\n\n", 1)
+	cmd := exec.Command("git", "--git-dir", repo.Dir, "hash-object", "-t", "commit", "-w", "--stdin")
+	cmd.Stdin = strings.NewReader(huge)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	sha := strings.TrimSpace(string(out))
+	require.NoError(t, repo.SetRef("refs/heads/huge", sha))
+
+	auth := &Auth{HTTPClient: HTTPClient(&http.Transport{}, Limits{Bytes: 64 << 20}), Limits: Limits{Bytes: 64 << 20}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Fetch(ctx, FetchRequest{URL: s.RepoURL("apps.git"), Auth: auth, Commit: sha, Ref: "refs/heads/huge", Tip: true, Objects: true})
+	require.NoError(t, err)
+	assert.Equal(t, huge, string(c.Objects.Commit))
+	require.Len(t, c.Files, 1)
+	assert.Equal(t, "cm.yaml", c.Files[0].Name)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
 // MaxFiles bounds the files of a commit read.
@@ -153,11 +154,11 @@ func Fetch(ctx context.Context, req FetchRequest) (*Commit, error) {
 	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		return nil, err
 	}
-	commit, err := object.GetCommit(storage, plumbing.NewHash(req.Commit))
+	raw, err := rawObject(storage, plumbing.CommitObject, plumbing.NewHash(req.Commit))
 	if err != nil {
 		return nil, errorf(KindNotFound, err, "the commit is not in what the server sent (a commit not on %s?)", refOrAny(req.Ref))
 	}
-	tree, err := commit.Tree()
+	tree, err := commitTree(storage, raw)
 	if err != nil {
 		return nil, errorf(KindUnsupported, err, "reading the commit's tree")
 	}
@@ -169,6 +170,19 @@ func Fetch(ctx context.Context, req FetchRequest) (*Commit, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// commitTree is the tree of the commit whose content is raw: its first
+// line, "tree ID", read without decoding the commit (go-git's decoder
+// copies a gpgsig header once per line: a hostile commit with a header of
+// 10 MiB would keep it busy for hours).
+func commitTree(storage storer.EncodedObjectStorer, raw []byte) (*object.Tree, error) {
+	first, _, _ := bytes.Cut(raw, []byte("\n"))
+	id, ok := bytes.CutPrefix(first, []byte("tree "))
+	if !ok || !IsHash(string(id)) {
+		return nil, errors.New("the commit's first line names no tree")
+	}
+	return object.GetTree(storage, plumbing.NewHash(string(id)))
 }
 
 // refOrAny is ref, or "any ref" when there is none.

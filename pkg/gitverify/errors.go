@@ -32,7 +32,8 @@ const (
 	// a commit).
 	KindNotAnnotatedTag
 	// KindTagNotOnCommit: a tag mode, and the tag names another object
-	// than the commit that is rendered (or a tag, not a commit).
+	// than the commit that is rendered (or a tag, not a commit), or the
+	// tag object of a ref refs/tags/NAME is not of the tag NAME.
 	KindTagNotOnCommit
 	// KindInvalidKeys: the key Secret is past its limits, holds no key, or
 	// a key that does not parse (or a private key).

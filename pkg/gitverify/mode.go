@@ -38,7 +38,8 @@ type Verdict struct {
 
 // Check verifies t under mode with keys: HEAD the commit; Tag the
 // annotated tag object (KindNotAnnotatedTag without one); TagAndHEAD both.
-// In both tag modes the tag must name the commit (KindTagNotOnCommit),
+// In both tag modes the tag must name the commit, and a ref
+// refs/tags/NAME a tag object of the tag NAME (KindTagNotOnCommit),
 // checked first: a tag on another commit fails so whatever the signatures.
 func Check(mode Mode, t Target, keys *Keys) (*Verdict, error) {
 	v := &Verdict{Mode: mode}
@@ -86,6 +87,12 @@ func checkTag(mode Mode, t Target) error {
 	h := parseTagHeader(t.Tag.Data)
 	if h.kind != typeCommit {
 		return errorf(KindTagNotOnCommit, nil, "%s is an annotated tag of a %s (%s), not of a commit", ref, h.kind, h.object)
+	}
+	// A tag ref must name a tag object of its own name: a signed tag
+	// object of an older release, pushed under a higher version's name,
+	// vouches for that release only.
+	if name, ok := strings.CutPrefix(t.Ref, "refs/tags/"); ok && h.name != name {
+		return errorf(KindTagNotOnCommit, nil, "verify mode %s: %s names the annotated tag object %s of the tag %q, not of the tag %q", mode, ref, t.Tag.ID, h.name, name)
 	}
 	// Tag too: the tag verified must be the commit's that is rendered (a
 	// ref that moved between the listing and the fetch would name another).

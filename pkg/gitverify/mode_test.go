@@ -48,6 +48,8 @@ func TestCheck(t *testing.T) {
 			contains: "an annotated tag of a tag"},
 		{name: "Tag on another commit", mode: ModeTag, target: Target{Ref: "refs/tags/v1", Commit: signed, Tag: tagOf(other, bySSH)},
 			kind: KindTagNotOnCommit, contains: "verify mode Tag: the tag refs/tags/v1 names the commit " + other.ID},
+		{name: "Tag of another name", mode: ModeTag, target: Target{Ref: "refs/tags/v9", Commit: signed, Tag: tagOf(signed, bySSH)},
+			kind: KindTagNotOnCommit, contains: `of the tag "v1", not of the tag "v9"`},
 		{name: "TagAndHEAD", mode: ModeTagAndHEAD, target: Target{Ref: "refs/tags/v1", Commit: signed, Tag: tagOf(signed, bySSH)}, commit: true, tag: true},
 		{name: "TagAndHEAD, the commit unsigned", mode: ModeTagAndHEAD, target: Target{Ref: "refs/tags/v1", Commit: unsigned, Tag: tagOf(unsigned, bySSH)},
 			kind: KindUnsigned, contains: "commit " + unsigned.ID},

@@ -127,11 +127,11 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 }
 
 // encodeResolved is the annotation AnnotationResolvedSource of a render
-// made from r: its revision, without the signature it was verified with
+// made from r: its revision, without the signatures it was verified with
 // (a stored render is verified again when it is used).
 func encodeResolved(r *subresourcesv1alpha1.ResolvedSource) (string, error) {
 	revision := *r
-	revision.Verified = nil
+	revision.Verified, revision.VerifiedTag = nil, nil
 	raw, err := json.Marshal(&revision)
 	return string(raw), err
 }
@@ -145,7 +145,7 @@ func decodeResolved(v string) (*subresourcesv1alpha1.ResolvedSource, error) {
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("not a resolvedSource: %w", err)
 	}
-	if r.Kind == "" || r.URL == "" || r.Verified != nil {
+	if r.Kind == "" || r.URL == "" || r.Verified != nil || r.VerifiedTag != nil {
 		return nil, errors.New("a resolvedSource names a kind and a url, and no signature")
 	}
 	return &r, nil

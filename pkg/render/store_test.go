@@ -37,7 +37,8 @@ func TestStoreRoundTrip(t *testing.T) {
 	})
 	require.NoError(t, err)
 	r.Resolved = &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Tag: "v1", Digest: "sha256:" + strings.Repeat("a", 64),
-		Verified: &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}}
+		Verified:    &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"},
+		VerifiedTag: &subresourcesv1alpha1.SourceSignature{Provider: "git", Key: "ci.pub"}}
 
 	require.NoError(t, store.Put(context.Background(), release, r))
 	require.NoError(t, store.Put(context.Background(), release, r), "storing the same render twice is fine")
@@ -95,6 +96,9 @@ func TestStoreGetErrors(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: "oci://x@sha256:1"}}}, wantErr: "not a resolvedSource"},
 		{name: "a source revision with a signature", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: `{"kind":"OCIRepository","url":"oci://x","verified":{"provider":"cosign"}}`}}},
+			wantErr: "no signature"},
+		{name: "a source revision with a tag's signature", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: `{"kind":"GitRepository","url":"https://x","verifiedTag":{"provider":"git"}}`}}},
 			wantErr: "no signature"},
 		{name: "a source revision with unknown fields", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: `{"kind":"OCIRepository","url":"oci://x","trusted":true}`}}},

@@ -21,7 +21,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/revision"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
-	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // KindGitRepository is the kind of a ResolvedSource of a Git repository.
@@ -38,6 +37,14 @@ type gitResolution struct {
 	// of ref gets.
 	tip      bool
 	resolved *subresourcesv1alpha1.ResolvedSource
+}
+
+// where names r's commit in messages: its repository, ref and commit.
+func (r *gitResolution) where() string {
+	if r.ref == "" {
+		return fmt.Sprintf("%s@%s", r.url, r.commit)
+	}
+	return fmt.Sprintf("%s %s@%s", r.url, r.ref, r.commit)
 }
 
 // checkGitURL refuses a URL that is not https or ssh (plain http only to
@@ -76,15 +83,7 @@ func redactURL(raw string) string {
 // highest tag that meets a semver range, or a commit (whose access the
 // listing by these credentials confirms).
 func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv1alpha1.GitRepositorySource, inputs Inputs) (*gitResolution, error) {
-	u, err := checkGitURL(src.URL)
-	if err != nil {
-		return nil, err
-	}
-	creds, err := f.gitCredentials(ctx, inputs, namespace, src, u)
-	if err != nil {
-		return nil, err
-	}
-	refs, err := f.listGitRefs(ctx, namespace, src.URL, creds)
+	creds, refs, err := f.gitAccess(ctx, namespace, src, inputs)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +130,21 @@ func (f *Fetcher) resolveGit(ctx context.Context, namespace string, src *convoyv
 	}
 	r.resolved = &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: src.URL, Ref: r.ref, Commit: r.commit}
 	return r, nil
+}
+
+// gitAccess checks src's URL, reads its credentials (as the Release) and
+// lists the repository's refs with them (listGitRefs).
+func (f *Fetcher) gitAccess(ctx context.Context, namespace string, src *convoyv1alpha1.GitRepositorySource, inputs Inputs) (*gitCredentials, git.Refs, error) {
+	u, err := checkGitURL(src.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	creds, err := f.gitCredentials(ctx, inputs, namespace, src, u)
+	if err != nil {
+		return nil, nil, err
+	}
+	refs, err := f.listGitRefs(ctx, namespace, src.URL, creds)
+	return creds, refs, err
 }
 
 // pickTag is the tag of refs whose name is the highest version that meets
@@ -199,7 +213,8 @@ func (f *Fetcher) listGitRefs(ctx context.Context, namespace, repo string, creds
 // listing), then serves the commit's files from the content cache (by URL
 // and commit), or fetches the commit once: depth 1, that ref only, no
 // tags, into memory storage that counts its bytes, and reads its files from
-// the tree objects, never a checkout.
+// the tree objects, never a checkout. A source that asks for signatures
+// (verify) gets the files only of a commit that verifies (verifyGit).
 func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1.GitRepositorySource, inputs Inputs) (*Source, error) {
 	dir, err := CleanPath(src.Path)
 	if err != nil {
@@ -209,34 +224,18 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 	if err != nil {
 		return nil, err
 	}
-	if src.Verify != nil {
-		return nil, failure.New(verify.ReasonSignatureUnverified, nil, "%s: the verification of Git commits is not built yet", src.URL)
-	}
-	where := fmt.Sprintf("%s@%s", src.URL, r.commit)
-	if r.ref != "" {
-		where = fmt.Sprintf("%s %s@%s", src.URL, r.ref, r.commit)
-	}
+	where := r.where()
 	out := &Source{Where: where, Path: dir, Resolved: r.resolved}
-	content := contentKey("git\x00"+src.URL, r.commit)
-	// The listing of these credentials, just now or within ResolveMaxAge,
-	// confirmed their access to the repository.
-	a, ok := f.getContent(content)
-	if !f.countLookup(agecache.CacheSource, ok) {
-		v, err := f.shared(ctx, namespace, "gitfetch\x00"+content+"\x00"+r.creds.key, func(ctx context.Context) (any, error) {
-			if a, ok := f.getContent(content); ok {
-				return a, nil
-			}
-			a, err := f.fetchGit(ctx, r, where)
-			if err != nil {
-				return nil, err
-			}
-			f.putContent(content, a)
-			return a, nil
-		})
-		if err != nil {
+	a, err := f.gitCommit(ctx, namespace, r, where, src.Verify)
+	if err != nil {
+		return nil, err
+	}
+	// The commit verified is the one resolved and served below, and none
+	// of its files is served unless it verifies.
+	if src.Verify != nil {
+		if err := f.verifyGit(ctx, namespace, src.Verify, inputs, r, a, where); err != nil {
 			return nil, err
 		}
-		a = v.(*artifact)
 	}
 	if out.Links, err = checkLinks(where, a.links, dir); err != nil {
 		return nil, err
@@ -245,6 +244,38 @@ func (f *Fetcher) git(ctx context.Context, namespace string, src *convoyv1alpha1
 		return nil, err
 	}
 	return out, nil
+}
+
+// gitCommit is the artifact of r's commit, its files and raw objects:
+// from the content cache (by URL and commit), or fetched once. The
+// listing of r's credentials, just now or within ResolveMaxAge, confirmed
+// their access to the repository. An artifact that lacks the objects spec
+// verifies (lacksObjects: the annotated tag of r's ref, when it was
+// fetched for another ref) is fetched again, for r's ref.
+func (f *Fetcher) gitCommit(ctx context.Context, namespace string, r *gitResolution, where string, spec *convoyv1alpha1.GitVerification) (*artifact, error) {
+	content := contentKey("git\x00"+r.url, r.commit)
+	cached := func() (*artifact, bool) {
+		a, ok := f.getContent(content)
+		return a, ok && !lacksObjects(a, r, spec)
+	}
+	if a, ok := cached(); f.countLookup(agecache.CacheSource, ok) {
+		return a, nil
+	}
+	v, err := f.shared(ctx, namespace, "gitfetch\x00"+content+"\x00"+r.creds.key+objectsFlight(r, spec), func(ctx context.Context) (any, error) {
+		if a, ok := cached(); ok {
+			return a, nil
+		}
+		a, err := f.fetchGit(ctx, r, where)
+		if err != nil {
+			return nil, err
+		}
+		f.putContent(content, a)
+		return a, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*artifact), nil
 }
 
 // selectGitFiles chooses the files of a commit a render gets, within
@@ -290,7 +321,9 @@ func selectGitFiles(where string, files []File, dir string, limit int64) ([]File
 
 // fetchGit fetches r's commit and reads its tree (git.Fetch).
 func (f *Fetcher) fetchGit(ctx context.Context, r *gitResolution, where string) (*artifact, error) {
-	c, err := git.Fetch(ctx, git.FetchRequest{URL: r.url, Auth: r.creds.auth, Commit: r.commit, Ref: r.ref, Tip: r.tip})
+	// The raw objects are fetched always (a commit's is about 1 KiB): a
+	// cached commit is verified for any Release without a refetch.
+	c, err := git.Fetch(ctx, git.FetchRequest{URL: r.url, Auth: r.creds.auth, Commit: r.commit, Ref: r.ref, Tip: r.tip, Objects: true})
 	var gerr *git.Error
 	switch {
 	case err == nil:
@@ -302,7 +335,7 @@ func (f *Fetcher) fetchGit(ctx context.Context, r *gitResolution, where string) 
 	default:
 		return nil, gitFailure(where+": fetching the commit", err)
 	}
-	a := &artifact{files: make([]File, len(c.Files)), links: make([]link, len(c.Links))}
+	a := &artifact{files: make([]File, len(c.Files)), links: make([]link, len(c.Links)), objects: &gitObjects{ref: r.ref, Objects: *c.Objects}}
 	for i, file := range c.Files {
 		a.files[i] = File{Name: file.Name, Where: where + " file " + file.Name, Data: file.Data}
 	}

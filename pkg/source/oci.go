@@ -32,10 +32,13 @@ type artifact struct {
 	// links, submodules), which are not read: a render may not read one
 	// (checkLinks).
 	links []link
+	// objects are a Git commit's raw objects, what its signatures are
+	// verified on (verifyGit); nil for other sources.
+	objects *gitObjects
 }
 
 func (a *artifact) size() int {
-	n := len(a.chart)
+	n := len(a.chart) + a.objects.size()
 	for _, f := range a.files {
 		n += len(f.Name) + len(f.Where) + len(f.Data)
 	}

@@ -80,13 +80,8 @@ func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Re
 // verifyRevisionOCI is VerifyRevision for an OCI source.
 func (f *Fetcher) verifyRevisionOCI(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
 	src := release.Spec.Source.OCIRepository
-	switch {
-	case resolved == nil:
-		return nil, countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "%s asks for signatures, and the stored render names no revision of its source "+
-			"(the annotation %s of its Secret): it cannot be verified", src.URL, convoyv1alpha1.AnnotationResolvedSource))
-	case resolved.Kind != KindOCIRepository || resolved.URL != src.URL:
-		return nil, countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "the stored render was made from %s %s, not from the Release's source %s: "+
-			"it cannot be verified under the Release's verify", resolved.Kind, resolved.URL, src.URL))
+	if err := refuseOtherRevision(KindOCIRepository, src.URL, resolved); err != nil {
+		return nil, err
 	}
 	digest, err := v1.NewHash(resolved.Digest)
 	if err != nil || digest.Algorithm != "sha256" {
@@ -106,6 +101,22 @@ func (f *Fetcher) verifyRevisionOCI(ctx context.Context, release *convoyv1alpha1
 		return nil, countRefusal(f.timedOut(ctx, err))
 	}
 	return sig, nil
+}
+
+// refuseOtherRevision refuses (SignatureUnverified, counted) resolved, a
+// stored render's revision, when it is none, or one of another kind or
+// URL than the Release's source (kind, url): nothing else verifies under
+// the Release's verify. nil: it is the source's.
+func refuseOtherRevision(kind, url string, resolved *subresourcesv1alpha1.ResolvedSource) error {
+	switch {
+	case resolved == nil:
+		return countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "%s asks for signatures, and the stored render names no revision of its source "+
+			"(the annotation %s of its Secret): it cannot be verified", url, convoyv1alpha1.AnnotationResolvedSource))
+	case resolved.Kind != kind || resolved.URL != url:
+		return countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "the stored render was made from %s %s, not from the Release's source %s: "+
+			"it cannot be verified under the Release's verify", resolved.Kind, resolved.URL, url))
+	}
+	return nil
 }
 
 // verifyHost is the Fetcher as a verify.Fetcher: it reads as the Release

@@ -245,7 +245,7 @@ type Fetcher struct {
 	clients     *agecache.Cache[string, *sourcehttp.Client]
 	pullers     *agecache.Cache[string, *remote.Puller]
 	// verifier verifies the signatures a Release asks for and keeps the
-	// verdicts (verifyOCI).
+	// verdicts (verifyOCI, verifyGit).
 	verifier *verify.Verifier
 	// flights share the requests in flight, each in a slot (shared).
 	flights *flight.Group

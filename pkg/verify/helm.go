@@ -133,50 +133,32 @@ func unverifiedf(format string, args ...any) error {
 	return &unverifiedError{message: truncate.String(fmt.Sprintf(format, args...), 1024)}
 }
 
-// helmVerdict runs check, or takes its verdict from the cache by key, as
-// verdict does for cosign: a signature for Options.MaxAge, a
-// SignatureUnverified (check's *unverifiedError, or a failure of that
-// reason of Provenance) for UnverifiedMaxAge unless c.Since is after it
-// was read; any other failure (the repository's) is not kept.
+// helmVerdict runs check, or takes its verdict from the cache by key
+// (kept): a signature for Options.MaxAge, a SignatureUnverified (check's
+// *unverifiedError, or a failure of that reason of Provenance) for
+// UnverifiedMaxAge unless c.Since is after it was read; any other failure
+// (the repository's) is not kept.
 func (v *Verifier) helmVerdict(ctx context.Context, f Fetcher, c HelmChart, key string, check func(context.Context) (*subresourcesv1alpha1.SourceSignature, error)) (*subresourcesv1alpha1.SourceSignature, error) {
-	sig, ok := v.getSignature(key)
-	var refused error
-	if !ok {
-		refused = v.getUnverified(key, c.Since)
+	refuse := func(err error) error {
+		if unverified, ok := errors.AsType[*unverifiedError](err); ok {
+			return failure.Quiet(ReasonSignatureUnverified, err, "%s: %s", c.Where, unverified.message)
+		}
+		if ferr, ok := failure.As(err); ok && ferr.Reason == ReasonSignatureUnverified {
+			// The verdict under the chart's name, its cause not a
+			// failure: the condition shows this one.
+			return failure.Quiet(ReasonSignatureUnverified, &unverifiedError{message: ferr.Message}, "%s: %s", c.Where, ferr.Message)
+		}
+		return err
 	}
-	if v.countLookup(ok || refused != nil) {
-		if refused != nil {
-			return nil, failure.Quiet(ReasonSignatureUnverified, refused, "%s: %s", c.Where, refused.Error())
-		}
-		return sig, nil
-	}
-	got, err := f.Shared(ctx, key, func(ctx context.Context) (any, error) {
-		if sig, ok := v.getSignature(key); ok {
-			return sig, nil
-		}
-		if refused := v.getUnverified(key, c.Since); refused != nil {
-			return nil, failure.Quiet(ReasonSignatureUnverified, refused, "%s: %s", c.Where, refused.Error())
-		}
+	got, err := v.kept(ctx, f, key, c.Since, refuse, func(ctx context.Context) (signed, error) {
 		sig, err := check(ctx)
-		var unverified *unverifiedError
-		switch ferr, isFailure := failure.As(err); {
-		case errors.As(err, &unverified):
-			v.putUnverified(key, unverified)
-			return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: %s", c.Where, unverified.message)
-		case isFailure && ferr.Reason == ReasonSignatureUnverified:
-			v.putUnverified(key, &unverifiedError{message: ferr.Message})
-			return nil, failure.Quiet(ReasonSignatureUnverified, err, "%s: %s", c.Where, ferr.Message)
-		case err != nil:
-			return nil, err
+		if err != nil {
+			return signed{}, err
 		}
 		klog.FromContext(ctx).V(4).Info("Verified a Helm chart's provenance", "chart", c.Where, "fingerprint", sig.Fingerprint, "key", sig.Key)
-		v.putSignature(key, sig)
-		return sig, nil
+		return signed{sig: sig}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return got.(*subresourcesv1alpha1.SourceSignature), nil
+	return got.sig, err
 }
 
 // checkProvenance verifies prov, c's provenance file, with keys, with

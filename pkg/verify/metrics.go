@@ -30,9 +30,10 @@ var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 // at 0.
 func RegisterMetrics() {
 	metricSet.Register()
-	for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
-		verifications.WithLabelValues(ProviderCosign, outcome)
-		verifications.WithLabelValues(ProviderHelm, outcome)
+	for _, provider := range []string{ProviderCosign, ProviderGit, ProviderHelm} {
+		for _, outcome := range []string{verifyVerified, verifyUnverified, verifyFailure} {
+			verifications.WithLabelValues(provider, outcome)
+		}
 	}
 }
 

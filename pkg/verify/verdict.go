@@ -24,19 +24,45 @@ var cosignKinds = map[cosign.Kind]bool{
 // verdict runs check, or takes its verdict from the cache: kept by
 // namespace, origin, digest, provider and policy (the digest of the keys,
 // or of the trust root and identities), never across namespaces or trust
-// material; a signature for Options.MaxAge, a SignatureUnverified for
-// UnverifiedMaxAge unless a.Since is after it was read. A transient
-// failure (the registry's) is not kept.
+// material (kept). A transient failure (the registry's) is not kept.
 func (v *Verifier) verdict(ctx context.Context, f Fetcher, a Artifact, policy string, check func(context.Context) (*cosign.Signer, error)) (*subresourcesv1alpha1.SourceSignature, error) {
 	key := "verify\x00" + a.Namespace + "\x00" + a.Ref.Context().String() + "\x00" + a.Ref.DigestStr() + "\x00" + ProviderCosign + "\x00" + policy
+	refuse := func(err error) error { return cosignFailure(f, a.Where, err) }
+	got, err := v.kept(ctx, f, key, a.Since, refuse, func(ctx context.Context) (signed, error) {
+		signer, err := check(ctx)
+		if err != nil {
+			return signed{}, err
+		}
+		return signed{sig: &subresourcesv1alpha1.SourceSignature{
+			Provider: ProviderCosign, Key: signer.Key, Fingerprint: signer.Fingerprint,
+			Issuer: signer.Issuer, Subject: signer.Subject, Layout: signer.Layout,
+		}}, nil
+	})
+	return got.sig, err
+}
+
+// signed is a verdict that verified: the signature, and for a Git source
+// whose verify mode is TagAndHEAD its annotated tag's (tag).
+type signed struct {
+	sig, tag *subresourcesv1alpha1.SourceSignature
+}
+
+// kept runs check, or takes its verdict from the cache by key (which
+// names the namespace, the artifact, the provider and the policy): a
+// signature for Options.MaxAge, a SignatureUnverified for
+// UnverifiedMaxAge unless since is after it was read. refuse makes a
+// failure of check (or a kept one) the caller's *failure.Error; only the
+// SignatureUnverified ones are kept, as check's error (the verdict, not
+// its message: the next caller names its own source).
+func (v *Verifier) kept(ctx context.Context, f Fetcher, key string, since time.Time, refuse func(error) error, check func(context.Context) (signed, error)) (signed, error) {
 	sig, ok := v.getSignature(key)
 	var refused error
 	if !ok {
-		refused = v.getUnverified(key, a.Since)
+		refused = v.getUnverified(key, since)
 	}
 	if v.countLookup(ok || refused != nil) {
 		if refused != nil {
-			return nil, cosignFailure(f, a.Where, refused)
+			return signed{}, refuse(refused)
 		}
 		return sig, nil
 	}
@@ -44,30 +70,24 @@ func (v *Verifier) verdict(ctx context.Context, f Fetcher, a Artifact, policy st
 		if sig, ok := v.getSignature(key); ok {
 			return sig, nil
 		}
-		if refused := v.getUnverified(key, a.Since); refused != nil {
-			return nil, cosignFailure(f, a.Where, refused)
+		if refused := v.getUnverified(key, since); refused != nil {
+			return nil, refuse(refused)
 		}
-		signer, err := check(ctx)
+		sig, err := check(ctx)
 		if err != nil {
-			ferr := cosignFailure(f, a.Where, err)
+			ferr := refuse(err)
 			if failure.ReasonOf(ferr) == ReasonSignatureUnverified {
-				// The verdict, not its message: the next caller names its
-				// own source.
 				v.putUnverified(key, err)
 			}
 			return nil, ferr
-		}
-		sig := &subresourcesv1alpha1.SourceSignature{
-			Provider: ProviderCosign, Key: signer.Key, Fingerprint: signer.Fingerprint,
-			Issuer: signer.Issuer, Subject: signer.Subject, Layout: signer.Layout,
 		}
 		v.putSignature(key, sig)
 		return sig, nil
 	})
 	if err != nil {
-		return nil, err
+		return signed{}, err
 	}
-	return got.(*subresourcesv1alpha1.SourceSignature), nil
+	return got.(signed), nil
 }
 
 // cosignFailure is err of cosign.Verify as a *failure.Error:
@@ -98,20 +118,20 @@ func (v *Verifier) countLookup(hit bool) bool {
 
 // getSignature is the signature an artifact was verified with for key,
 // within Options.MaxAge.
-func (v *Verifier) getSignature(key string) (*subresourcesv1alpha1.SourceSignature, bool) {
+func (v *Verifier) getSignature(key string) (signed, bool) {
 	if v.signatures == nil {
-		return nil, false
+		return signed{}, false
 	}
 	return v.signatures.Get(key)
 }
 
-func (v *Verifier) putSignature(key string, sig *subresourcesv1alpha1.SourceSignature) {
+func (v *Verifier) putSignature(key string, sig signed) {
 	if v.signatures != nil {
 		v.signatures.Put(key, sig)
 	}
 }
 
-// getUnverified is the error of cosign of a verification that was
+// getUnverified is the error of the check (cosign's, gitverify's) of a verification that was
 // SignatureUnverified for key, within UnverifiedMaxAge, read at since or
 // later; nil: none.
 func (v *Verifier) getUnverified(key string, since time.Time) error {

@@ -1,16 +1,20 @@
-// Package verify is the signature policy of Releases' sources
-// (spec.source.ociRepository.verify, spec.source.helmRepository.verify):
-// whether a Release asks for signatures, what verifies under its policy
-// (the public keys of its Secret, or keyless: a trust root and the
-// identities it expects), the verdicts kept (a signature, a
-// SignatureUnverified for UnverifiedMaxAge) and the reason
-// SignatureUnverified. pkg/cosign verifies the signatures of OCI
-// artifacts; a Helm repository chart is verified by its provenance file
+// Package verify is the signature policy of Releases' sources: whether a
+// Release asks for signatures, what verifies under its policy, the
+// verdicts kept (a signature for Options.MaxAge, a SignatureUnverified for
+// UnverifiedMaxAge, never across namespaces or trust material) and the
+// reason SignatureUnverified. For an OCI artifact
+// (spec.source.ociRepository.verify) pkg/cosign verifies the signatures,
+// by the public keys of a Secret, or keyless by a trust root and the
+// identities it expects (Verify). For a Git source (spec.source.git.verify)
+// pkg/gitverify verifies the commit's and the annotated tag's signatures
+// (OpenPGP or SSH) by the public keys of a Secret, under Flux's modes
+// HEAD, Tag and TagAndHEAD (VerifyGit). A Helm repository chart
+// (spec.source.helmRepository.verify) is verified by its provenance file
 // (helm package --sign's .prov) with Helm's provenance package and the
-// OpenPGP keys of its Secret (VerifyHelm, helm.go). pkg/source resolves
-// the digest, downloads the chart and its provenance file and reads
-// through its Fetcher, which a Verifier is given (Fetcher): its Secrets,
-// its slots, its reasons.
+// OpenPGP keys of a Secret (VerifyHelm). pkg/source resolves the digest or
+// the commit, fetches what is verified, and reads through its Fetcher,
+// which a Verifier is given (Fetcher): its Secrets, its slots, its
+// reasons.
 package verify
 
 import (
@@ -31,6 +35,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/agecache"
 	"github.com/kumodo/convoy-apiserver/pkg/cosign"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
+	"github.com/kumodo/convoy-apiserver/pkg/gitverify"
 )
 
 // ReasonSignatureUnverified is an artifact whose signature a Release asks
@@ -77,6 +82,9 @@ type Options struct {
 	// Signatures bound the signatures read to verify an artifact
 	// (cosign.Limits; zero: its defaults).
 	Signatures cosign.Limits
+	// GitLimits bound a Git signature block and a key Secret, checked
+	// before they are parsed (gitverify.Limits; zero: its defaults).
+	GitLimits gitverify.Limits
 	// MaxAge is how long a verdict is kept (the sources' ResolveMaxAge; a
 	// SignatureUnverified at most UnverifiedMaxAge); zero: none is kept.
 	MaxAge time.Duration
@@ -89,10 +97,11 @@ type Options struct {
 type Verifier struct {
 	opts Options
 	// signatures are the verdicts of verifications by namespace, origin,
-	// digest, provider and the digest of the policy (verdict); unverified
-	// are the errors of cosign of those that were SignatureUnverified, by
-	// the same keys, for UnverifiedMaxAge. nil: no verdict kept.
-	signatures *agecache.Cache[string, *subresourcesv1alpha1.SourceSignature]
+	// digest (a Git commit and tag object), provider and the digest of the
+	// policy (verdict, verifyGit); unverified are the errors of cosign or
+	// gitverify of those that were SignatureUnverified, by the same keys,
+	// for UnverifiedMaxAge. nil: no verdict kept.
+	signatures *agecache.Cache[string, signed]
 	unverified *agecache.Cache[string, error]
 	// trustRoots are the trust roots of trustedRootSecretRef Secrets, by
 	// the SHA-256 of their trusted_root.json: parsed once.
@@ -107,7 +116,7 @@ func New(opts Options) *Verifier {
 	v := &Verifier{opts: opts, trustRoots: agecache.New[string, *cosign.TrustRoot](64, time.Hour, opts.Clock, nil)}
 	if opts.MaxAge > 0 {
 		const entries = 4096
-		v.signatures = agecache.New[string, *subresourcesv1alpha1.SourceSignature](entries, opts.MaxAge, opts.Clock, nil)
+		v.signatures = agecache.New[string, signed](entries, opts.MaxAge, opts.Clock, nil)
 		v.unverified = agecache.New[string, error](entries, min(UnverifiedMaxAge, opts.MaxAge), opts.Clock, nil)
 	}
 	return v

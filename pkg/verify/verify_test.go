@@ -61,7 +61,13 @@ func artifact(t *testing.T) Artifact {
 
 func verificationCount(t *testing.T, outcome string) float64 {
 	t.Helper()
-	v, err := testutil.GetCounterMetricValue(verifications.WithLabelValues(ProviderCosign, outcome))
+	return providerCount(t, ProviderCosign, outcome)
+}
+
+// providerCount is the count of verifications of provider with outcome.
+func providerCount(t *testing.T, provider, outcome string) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(verifications.WithLabelValues(provider, outcome))
 	require.NoError(t, err)
 	return v
 }
