@@ -49,8 +49,8 @@ func applyPolicy(t *testing.T, file string, edit func(string) string, refused fu
 
 // The policy artifacts/admission/require-signed-sources.yaml admits, in a
 // namespace labelled convoy.kumodo.io/require-signatures=true, a Release
-// only with a source that can be verified and asks for it: an OCI source
-// with verify. Git and Helm repository sources (not verifiable yet) and
+// only with a source that asks for verification: an OCI, Git or Helm
+// repository source with verify. The same sources without verify and
 // ConfigMap sources (no signature) are refused, at create and at every
 // update of spec (a verified Release changed to another source kind, or
 // its verify taken away); an update of metadata alone is let through.
@@ -69,8 +69,8 @@ func TestRequireSignedSourcesPolicy(t *testing.T) {
 	verified := `{ociRepository: {url: "oci://127.0.0.1:1/apps/web", tag: v1, verify: {provider: cosign, secretRef: {name: ci-keys}}}}`
 	sources := map[string]struct{ source, says string }{
 		"oci":       {unsigned, "spec.source.ociRepository.verify must be set"},
-		"git":       {`{git: {url: "https://127.0.0.1:1/apps.git", ref: {branch: main}}}`, "a git source cannot be verified yet"},
-		"helm":      {`{helmRepository: {url: "https://127.0.0.1:1/charts", chart: web}}`, "a helmRepository source cannot be verified yet"},
+		"git":       {`{git: {url: "https://127.0.0.1:1/apps.git", ref: {branch: main}}}`, "spec.source.git.verify must be set"},
+		"helm":      {`{helmRepository: {url: "https://127.0.0.1:1/charts", chart: web}}`, "spec.source.helmRepository.verify must be set"},
 		"configmap": {`{configMap: {name: m}}`, "a configMap source carries no signature"},
 	}
 	applyPolicy(t, "require-signed-sources.yaml", nil, func() kubectlResult {
@@ -87,8 +87,15 @@ func TestRequireSignedSourcesPolicy(t *testing.T) {
 			assert.NoError(t, free.err, "another namespace: %s", free.stderr)
 		})
 	}
-	r := kubectl(t, "", release(required, "verified", verified), "create", "--dry-run=server", "-f", "-")
-	require.NoError(t, r.err, "a verified OCI source is admitted: %s", r.stderr)
+	for name, source := range map[string]string{
+		"verified":     verified,
+		"git-head":     `{git: {url: "https://127.0.0.1:1/apps.git", ref: {branch: main}, verify: {secretRef: {name: git-signers}}}}`,
+		"git-tag-head": `{git: {url: "https://127.0.0.1:1/apps.git", ref: {tag: v1.4.0}, verify: {mode: TagAndHEAD, secretRef: {name: git-signers}}}}`,
+		"helm-prov":    `{helmRepository: {url: "https://127.0.0.1:1/charts", chart: web, verify: {provider: helm, secretRef: {name: chart-signers}}}}`,
+	} {
+		r := kubectl(t, "", release(required, name, source), "create", "--dry-run=server", "-f", "-")
+		require.NoError(t, r.err, "a source that asks for verification is admitted (%s): %s", name, r.stderr)
+	}
 
 	// Updates: a verified Release may not become anything else.
 	mustKubectl(t, "", release(required, "web", verified), "create", "-f", "-")
@@ -99,7 +106,7 @@ func TestRequireSignedSourcesPolicy(t *testing.T) {
 			assert.Contains(t, r.stderr, tc.says)
 		})
 	}
-	r = kubectl(t, "", "", "annotate", "release.convoy.kumodo.io/web", "-n", required, convoyv1alpha1.AnnotationSyncRequestedAt+"=2026-12-06T10:00:00Z")
+	r := kubectl(t, "", "", "annotate", "release.convoy.kumodo.io/web", "-n", required, convoyv1alpha1.AnnotationSyncRequestedAt+"=2026-12-06T10:00:00Z")
 	assert.NoError(t, r.err, "metadata alone is let through: %s", r.stderr)
 	got, err := convoyClient(t).ConvoyV1alpha1().Releases(required).Get(context.Background(), "web", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -271,8 +271,9 @@ func ociExample(t *testing.T, kubeconfig string) {
 // gitExample follows demo/podinfo-git, the Release of make run whose
 // kustomize overlay is in the local Git repository (git http-backend):
 // applied by the stand-in, InSync and Healthy, its /diff names the branch
-// and the commit it resolved to; and demo/web-git, the example chart's
-// directory in the same repository with its values file.
+// and the commit it resolved to; demo/web-git, the example chart's
+// directory in the same repository with its values file; and
+// demo/podinfo-git-signed, its branch signed, verified.
 func gitExample(t *testing.T, kubeconfig string) {
 	t.Helper()
 	d := exampleGoesRound(t, kubeconfig, "podinfo-git")
@@ -292,6 +293,19 @@ func gitExample(t *testing.T, kubeconfig string) {
 	dep, err := kube.AppsV1().Deployments("demo").Get(context.Background(), "web-git", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(3), *dep.Spec.Replicas, "values-prod.yaml over the chart's values.yaml")
+
+	// The branch signed, its tip signed with the SSH key make run made,
+	// verified by the allowed_signers line of demo/git-signers.
+	d = exampleGoesRound(t, kubeconfig, "podinfo-git-signed")
+	assert.Equal(t, "refs/heads/signed", d.ResolvedSource.Ref)
+	sig := d.ResolvedSource.Verified
+	require.NotNil(t, sig, "a verified commit")
+	assert.Equal(t, "git", sig.Provider)
+	assert.Equal(t, "ssh", sig.Format)
+	assert.Equal(t, "allowed_signers", sig.Key)
+	assert.Equal(t, "ci@convoy.local", sig.Identity)
+	assert.Equal(t, "commit", sig.Layout)
+	assert.True(t, strings.HasPrefix(sig.Fingerprint, "SHA256:"), sig.Fingerprint)
 }
 
 // exampleGoesRound waits until the Release demo/NAME of make run was

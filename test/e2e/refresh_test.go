@@ -125,16 +125,16 @@ func TestRefresh(t *testing.T) {
 		var entries []string
 		for _, v := range versions {
 			tgz, _ := webChart(t, v)
-			repo.files["web-"+v+".tgz"] = tgz
+			repo.put("web-"+v+".tgz", tgz, "")
 			entries = append(entries, fmt.Sprintf("  - {name: web, version: %q, urls: [web-%s.tgz], digest: %s}", v, v, digestOf(tgz)))
 		}
 		return "apiVersion: v1\nentries:\n  web:\n" + strings.Join(entries, "\n") + "\n"
 	}
-	repo.index = index("1.0.0")
+	repo.put("", nil, index("1.0.0"))
 	newSourceRelease(t, ns, "helm", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{URL: repo.URL, Chart: "web", Version: ">=1.0.0"}}, slow)
 	standIn.apply(ns, "helm")
 	waitInSync(t, ns, "helm", metav1.ConditionTrue, "InSync")
-	repo.index = index("1.0.0", "1.1.0")
+	repo.put("", nil, index("1.0.0", "1.1.0"))
 	r = waitRefreshed(t, ns, "helm", refresh(t, "", ns, "helm"))
 	require.NotNil(t, r.Status.LastResolved)
 	assert.Equal(t, "1.1.0", r.Status.LastResolved.Version)

@@ -92,7 +92,7 @@ func TestSourcesNoArtifactCrossesTenants(t *testing.T) {
 		return false
 	}})
 	attackerRepo := startHelmRepository(t)
-	attackerRepo.files["private-1.0.0.tgz"] = []byte("another file")
+	attackerRepo.put("private-1.0.0.tgz", []byte("another file"), "")
 	attackerRepo.index = fmt.Sprintf("apiVersion: v1\nentries:\n  private:\n  - {name: private, version: 1.0.0, urls: [private-1.0.0.tgz], digest: %s}\n", digestOf(tgz))
 
 	attacker := newNamespace(t)

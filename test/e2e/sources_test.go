@@ -130,11 +130,15 @@ func startHelmRepository(t *testing.T) *helmRepository {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
+		r.mu.Lock()
+		index := r.index
+		data, ok := r.files[strings.TrimPrefix(req.URL.Path, "/")]
+		r.mu.Unlock()
 		if req.URL.Path == "/index.yaml" {
-			_, _ = w.Write([]byte(r.index))
+			_, _ = w.Write([]byte(index))
 			return
 		}
-		if data, ok := r.files[strings.TrimPrefix(req.URL.Path, "/")]; ok {
+		if ok {
 			_, _ = w.Write(data)
 			return
 		}
@@ -142,6 +146,19 @@ func startHelmRepository(t *testing.T) *helmRepository {
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// put serves data at name, and index as the index when it is not empty,
+// while the repository serves.
+func (r *helmRepository) put(name string, data []byte, index string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if name != "" {
+		r.files[name] = data
+	}
+	if index != "" {
+		r.index = index
+	}
 }
 
 // taken returns the requests served so far, and forgets them.
@@ -211,7 +228,7 @@ func TestSourcesBundleAndHelmRepository(t *testing.T) {
 		assert.True(t, strings.HasSuffix(r, "auth=false"), "no credentials to another host: %s", r)
 	}
 
-	repo.files["web-1.2.0.tgz"] = []byte("not the chart of the index")
+	repo.put("web-1.2.0.tgz", []byte("not the chart of the index"), "")
 	newSourceRelease(t, ns, "tampered", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
 		URL: repo.URL, Chart: "web", Version: "1.2.0"}})
 	assertSourceUndetermined(t, ns, "tampered", sourcefailure.ReasonDigestMismatch, "not the digest of the index")
