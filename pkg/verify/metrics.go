@@ -20,8 +20,9 @@ const (
 var verifications = metricSet.CounterVec(&metrics.CounterOpts{
 	Subsystem: "convoy_source",
 	Name:      "verifications_total",
-	Help: "Verifications of the signatures of Releases' artifacts (spec.source.ociRepository.verify), by provider (cosign) and outcome (verified; unverified: " +
-		"SignatureUnverified, nothing rendered; failure: the registry or the Secret could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
+	Help: "Verifications of the signatures of Releases' sources (spec.source.ociRepository.verify, git.verify, helmRepository.verify), by provider " +
+		"(cosign, git, helm) and outcome (verified; unverified: SignatureUnverified, nothing rendered; failure: the registry, the repository or the Secret " +
+		"could not be read). The verdict cache serves repeated ones (convoy_cache_lookups_total{cache=\"signature\"}).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"provider", "outcome"})
 

@@ -42,11 +42,13 @@ import (
 // for and that has none that verifies: nothing of it is rendered.
 var ReasonSignatureUnverified = failure.Declare(failure.Reason{
 	Name: "SignatureUnverified", Class: failure.ClassForbidden, Shows: failure.InSyncAndResponse, Refusal: true,
-	Means: "spec.source.ociRepository.verify asks for a signature and the digest the source resolved to has none that verifies (by a key of the Secret, " +
-		"or keyless by the trust root and an expected identity), or a stored render names no revision that verifies now: nothing of it was rendered, " +
-		"compared or shown; the message names the signature and the step that failed (the cases: docs/users/verification.md)",
-	Action: "sign the digest (cosign sign --key, or in the CI matchOIDCIdentity expects) or trust its signer (its .pub key in the Secret, its issuer " +
-		"and subject in matchOIDCIdentity); for a stored render, pin one stored from a signed digest, or remove the pin",
+	Means: "the source's verify asks for a signature and what the source resolved to has none that verifies: an OCI digest (ociRepository.verify: " +
+		"by a key of the Secret, or keyless by the trust root and an expected identity), a Git commit or annotated tag (git.verify, by its mode: " +
+		"unsigned, an unknown key, a bad signature, a tag not on the commit), a Helm repository chart (helmRepository.verify: no .prov, an unknown key, " +
+		"a .prov of another digest); or a stored render names no revision that verifies now: nothing of it was rendered, compared or shown; the message " +
+		"names the signature and the step that failed (the cases: docs/users/verification.md)",
+	Action: "sign it (cosign sign; git commit -S or git tag -s; helm package --sign) or trust its signer (its public key in the Secret, its issuer " +
+		"and subject in matchOIDCIdentity); for a stored render, pin one stored from a signed revision, or remove the pin",
 })
 
 // TrustRootKey is the key of a trustedRootSecretRef Secret.
