@@ -116,7 +116,14 @@ func (r *Renderer) ResolveValuesSource(ctx context.Context, release *convoyv1alp
 // stored render of release names, verifies now under the Release's policy
 // (source.Fetcher.VerifyRevision); nil, nil for a Release that asks for no
 // signature.
+//
+// A stored render names no revision of spec.valuesSource: one of a Release
+// that reads values files from a values source that asks for a signature
+// cannot be verified, and is refused (refuseStoredValues).
 func (r *Renderer) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+	if err := refuseStoredValues(release); err != nil {
+		return nil, err
+	}
 	return r.engine.sources.VerifyRevision(ctx, release, r.inputs, resolved)
 }
 

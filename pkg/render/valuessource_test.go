@@ -160,3 +160,44 @@ func TestRenderValuesSource(t *testing.T) {
 	ferr = renderErr(t, r, rel(&convoyv1alpha1.ValuesSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "absent"}}, convoyv1alpha1.ValuesFile{Source: "values", Path: "prod.yaml"}), sourcefailure.ReasonSourceNotFound)
 	assert.Equal(t, "spec.valuesSource: source ConfigMap demo/absent not found", ferr.Message)
 }
+
+// A stored render of a Release that reads a values source asking for a
+// signature is refused: its Secret names no revision of the values source
+// to verify. Without verify, or reading none of it, it is not.
+func TestVerifyRevisionRefusesStoredValues(t *testing.T) {
+	r := newTestRenderer()
+	keys := convoyv1alpha1.LocalObjectReference{Name: "keys"}
+	rel := func(vs *convoyv1alpha1.ValuesSource, source string) *convoyv1alpha1.Release {
+		return release("chart", func(s *convoyv1alpha1.ReleaseSpec) {
+			s.ValuesSource = vs
+			s.Content = &convoyv1alpha1.ReleaseContent{ValuesFiles: []convoyv1alpha1.ValuesFile{{Source: source, Path: "prod.yaml"}}}
+		})
+	}
+	git := func(v *convoyv1alpha1.GitVerification) *convoyv1alpha1.ValuesSource {
+		return &convoyv1alpha1.ValuesSource{Git: &convoyv1alpha1.GitRepositorySource{URL: "https://git.example/team.git", Ref: convoyv1alpha1.GitReference{Branch: "main"}, Verify: v}}
+	}
+	for _, tc := range []struct {
+		name    string
+		release *convoyv1alpha1.Release
+		refused bool
+	}{
+		{"git verify", rel(git(&convoyv1alpha1.GitVerification{SecretRef: keys}), "values"), true},
+		{"oci verify", rel(&convoyv1alpha1.ValuesSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: "oci://r.example/v", Tag: "1",
+			Verify: &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &keys}}}, "values"), true},
+		{"no verify", rel(git(nil), "values"), false},
+		{"read by no entry", rel(git(&convoyv1alpha1.GitVerification{SecretRef: keys}), "chart"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, err := r.VerifyRevision(context.Background(), tc.release, nil)
+			assert.Nil(t, sig)
+			if !tc.refused {
+				assert.NoError(t, err)
+				return
+			}
+			ferr, ok := failure.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, "SignatureUnverified", ferr.Reason)
+			assert.Contains(t, ferr.Message, "spec.valuesSource")
+		})
+	}
+}
