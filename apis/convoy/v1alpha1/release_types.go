@@ -654,6 +654,11 @@ type ReleaseStatus struct {
 	// leader's drift pass (field manager convoy-observe) when it changes.
 	// +optional
 	LastResolved *LastResolved `json:"lastResolved,omitempty"`
+	// lastResolvedValuesSource is, as lastResolved, the revision the drift
+	// loop last resolved spec.valuesSource to, when a fresh render read
+	// values files from it (not for a ConfigMap).
+	// +optional
+	LastResolvedValuesSource *LastResolved `json:"lastResolvedValuesSource,omitempty"`
 	// lastHandledRefreshAt is the value of the annotation
 	// convoy.kumodo.io/refresh-requested-at that the drift loop last
 	// handled: a pass that resolved the source again after that time.

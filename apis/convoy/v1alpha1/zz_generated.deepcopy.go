@@ -1181,6 +1181,11 @@ func (in *ReleaseStatus) DeepCopyInto(out *ReleaseStatus) {
 		*out = new(LastResolved)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LastResolvedValuesSource != nil {
+		in, out := &in.LastResolvedValuesSource, &out.LastResolvedValuesSource
+		*out = new(LastResolved)
+		(*in).DeepCopyInto(*out)
+	}
 	return
 }
 

@@ -2300,6 +2300,12 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseStatus(ref common.Refer
 							Ref:         ref(v1alpha1.LastResolved{}.OpenAPIModelName()),
 						},
 					},
+					"lastResolvedValuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastResolvedValuesSource is, as lastResolved, the revision the drift loop last resolved spec.valuesSource to, when a fresh render read values files from it (not for a ConfigMap).",
+							Ref:         ref(v1alpha1.LastResolved{}.OpenAPIModelName()),
+						},
+					},
 					"lastHandledRefreshAt": {
 						SchemaProps: spec.SchemaProps{
 							Description: "lastHandledRefreshAt is the value of the annotation convoy.kumodo.io/refresh-requested-at that the drift loop last handled: a pass that resolved the source again after that time.",
@@ -3088,6 +3094,12 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref common.R
 							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
 						},
 					},
+					"resolvedValuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resolvedValuesSource is the artifact or commit of spec.valuesSource the compared render read values files from, when it is a fresh render that read some (not for a ConfigMap).",
+							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
+						},
+					},
 					"result": {
 						SchemaProps: spec.SchemaProps{
 							Default: "",
@@ -3258,6 +3270,12 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref commo
 					"resolvedSource": {
 						SchemaProps: spec.SchemaProps{
 							Description: "resolvedSource is the artifact the render was made from, when it is a fresh render of an OCI or Helm repository source.",
+							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
+						},
+					},
+					"resolvedValuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resolvedValuesSource is the artifact or commit of spec.valuesSource the render read values files from, when it is a fresh render that read some (not for a ConfigMap).",
 							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
 						},
 					},

@@ -767,6 +767,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: lastResolved
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved
+    - name: lastResolvedValuesSource
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved
     - name: observedGeneration
       type:
         scalar: numeric
