@@ -17,6 +17,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/revision"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // valuesRel is a Release of shop whose chart is a ConfigMap and whose
@@ -149,4 +150,28 @@ func TestFetchValuesRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Git values source that asks for signatures is served only from a
+// commit signed by a key of its Secret, as spec.source is; an unsigned one
+// is SignatureUnverified, named as the values source's.
+func TestFetchValuesGitVerify(t *testing.T) {
+	g := startSignedGit(t)
+	g.commitBy(t, g.ci, "signed", map[string]string{"values.yaml": "a: 1"})
+	g.commitBy(t, nil, "unsigned", map[string]string{"values.yaml": "a: 2"})
+	inputs := inputsOf(secret("keys", corev1.SecretTypeOpaque, map[string][]byte{"ci.pub": g.pub["ci.pub"]}))
+	f, _ := newFetcher(t)
+	rel := func(branch string) *convoyv1alpha1.Release {
+		return valuesRel(&convoyv1alpha1.ValuesSource{Git: &convoyv1alpha1.GitRepositorySource{URL: g.url, Ref: convoyv1alpha1.GitReference{Branch: branch},
+			Verify: &convoyv1alpha1.GitVerification{SecretRef: convoyv1alpha1.LocalObjectReference{Name: "keys"}}}})
+	}
+	src, err := f.FetchValues(context.Background(), rel("signed"), inputs)
+	require.NoError(t, err)
+	require.NotNil(t, src.Resolved.Verified, "the signature is recorded")
+
+	_, err = f.FetchValues(context.Background(), rel("unsigned"), inputs)
+	ferr, ok := failure.As(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, verify.ReasonSignatureUnverified, ferr.Reason)
+	assert.True(t, strings.HasPrefix(ferr.Message, "spec.valuesSource: "), ferr.Message)
 }
