@@ -60,6 +60,8 @@ type cachedRender struct {
 	jsonSize   int // the size of data inflated
 	data       []byte
 	resolved   *subresourcesv1alpha1.ResolvedSource
+	// valuesResolved is the render's ValuesResolved.
+	valuesResolved *subresourcesv1alpha1.ResolvedSource
 }
 
 // NewRenderCache returns a RenderCache of at most maxBytes whose renders
@@ -102,6 +104,13 @@ type SourceResolver interface {
 	ResolveSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error)
 }
 
+// ValuesSourceResolver is a Renderer that tells what the values source of a
+// Release (spec.valuesSource) resolves to now
+// (render.Renderer.ResolveValuesSource).
+type ValuesSourceResolver interface {
+	ResolveValuesSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error)
+}
+
 // input is an object a render reads, by resource and name; optional when
 // the render goes on without it (valuesFrom optional).
 type input struct {
@@ -116,7 +125,8 @@ type input struct {
 // keyed by the digest it resolves to now (next resolves it, which costs a
 // request per tag or index and credentials per --source-resolve-max-age at
 // most) and by its Secrets (credentials, certificates, the keys its
-// signature is verified with).
+// signature is verified with); so is spec.valuesSource, when an entry of
+// valuesFiles reads it (next.ResolveValuesSource).
 func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Access, release *convoyv1alpha1.Release) (string, bool) {
 	src := release.Spec.Source
 	if access.HomeSnapshots == nil {
@@ -133,6 +143,75 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 		// never served to the loops, nor theirs to a revision.
 		fmt.Fprintf(&b, "/revision=%q", rev)
 	}
+	inputs, ok := sourceInputs(src)
+	if !ok {
+		return "", false
+	}
+	if src.ConfigMap == nil {
+		resolver, ok := next.(SourceResolver)
+		if !ok {
+			return "", false
+		}
+		digest, err := resolver.ResolveSource(ctx, release)
+		if err != nil {
+			return "", false
+		}
+		fmt.Fprintf(&b, "/source@%s", digest)
+	}
+	if render.ReadsValuesSource(release) {
+		// The values source is keyed as the source is: its revision now and
+		// its Secrets (or its ConfigMap); a moved values branch renders
+		// again.
+		vs := release.Spec.ValuesSource
+		if vs == nil {
+			return "", false // the render fails: nothing to keep
+		}
+		vin, ok := sourceInputs(convoyv1alpha1.ReleaseSource{ConfigMap: vs.ConfigMap, OCIRepository: vs.OCIRepository, Git: vs.Git})
+		if !ok {
+			return "", false
+		}
+		inputs = append(inputs, vin...)
+		if vs.ConfigMap == nil {
+			resolver, ok := next.(ValuesSourceResolver)
+			if !ok {
+				return "", false
+			}
+			digest, err := resolver.ResolveValuesSource(ctx, release)
+			if err != nil {
+				return "", false
+			}
+			fmt.Fprintf(&b, "/values@%s", digest)
+		}
+	}
+	if content := release.Spec.Content; content != nil {
+		for _, v := range content.ValuesFrom {
+			res := configMapsResource
+			if v.Kind == "Secret" {
+				res = secretsResource
+			}
+			inputs = append(inputs, input{resource: res, name: v.Name, optional: v.Optional})
+		}
+	}
+	for _, in := range inputs {
+		snap, err := access.HomeSnapshots.Get(ctx, in.resource, release.Namespace)
+		if err != nil {
+			return "", false
+		}
+		rv, seen := snap.ResourceVersion(in.name) // "" for a missing one
+		if !seen && !in.optional {
+			// The render fails without it, unless it was made after the
+			// LIST: a render of it must not be kept under its absence.
+			return "", false
+		}
+		fmt.Fprintf(&b, "/%s:%s@%s", in.resource.Resource, in.name, rv)
+	}
+	return b.String(), true
+}
+
+// sourceInputs are the objects a render of src reads: its ConfigMap, or
+// the Secrets of its credentials, certificates and verification keys;
+// false for a source that sets no kind.
+func sourceInputs(src convoyv1alpha1.ReleaseSource) ([]input, bool) {
 	var inputs []input
 	secretRefs := func(refs ...*convoyv1alpha1.LocalObjectReference) {
 		for _, r := range refs {
@@ -160,42 +239,9 @@ func (c *RenderCache) key(ctx context.Context, next Renderer, access *cluster.Ac
 			secretRefs(&v.SecretRef)
 		}
 	default:
-		return "", false
+		return nil, false
 	}
-	if src.ConfigMap == nil {
-		resolver, ok := next.(SourceResolver)
-		if !ok {
-			return "", false
-		}
-		digest, err := resolver.ResolveSource(ctx, release)
-		if err != nil {
-			return "", false
-		}
-		fmt.Fprintf(&b, "/source@%s", digest)
-	}
-	if content := release.Spec.Content; content != nil {
-		for _, v := range content.ValuesFrom {
-			res := configMapsResource
-			if v.Kind == "Secret" {
-				res = secretsResource
-			}
-			inputs = append(inputs, input{resource: res, name: v.Name, optional: v.Optional})
-		}
-	}
-	for _, in := range inputs {
-		snap, err := access.HomeSnapshots.Get(ctx, in.resource, release.Namespace)
-		if err != nil {
-			return "", false
-		}
-		rv, seen := snap.ResourceVersion(in.name) // "" for a missing one
-		if !seen && !in.optional {
-			// The render fails without it, unless it was made after the
-			// LIST: a render of it must not be kept under its absence.
-			return "", false
-		}
-		fmt.Fprintf(&b, "/%s:%s@%s", in.resource.Resource, in.name, rv)
-	}
-	return b.String(), true
+	return inputs, true
 }
 
 func (c *RenderCache) get(key string) (*render.Render, bool) {
@@ -216,7 +262,7 @@ func (c *RenderCache) get(key string) (*render.Render, bool) {
 		return nil, false
 	}
 	agecache.CountLookup(agecache.CacheRender, true)
-	r := &render.Render{Ref: cached.ref, Size: cached.renderSize, Resolved: cached.resolved, Objects: make([]*unstructured.Unstructured, len(objects))}
+	r := &render.Render{Ref: cached.ref, Size: cached.renderSize, Resolved: cached.resolved, ValuesResolved: cached.valuesResolved, Objects: make([]*unstructured.Unstructured, len(objects))}
 	for i, obj := range objects {
 		r.Objects[i] = &unstructured.Unstructured{Object: obj}
 	}
@@ -236,7 +282,7 @@ func (c *RenderCache) put(key string, r *render.Render) {
 	if err != nil {
 		return
 	}
-	c.entries.Put(key, cachedRender{ref: r.Ref, renderSize: r.Size, jsonSize: len(raw), data: data, resolved: r.Resolved})
+	c.entries.Put(key, cachedRender{ref: r.Ref, renderSize: r.Size, jsonSize: len(raw), data: data, resolved: r.Resolved, valuesResolved: r.ValuesResolved})
 }
 
 // deflaters and inflaters are DEFLATE writers and readers to reuse: a

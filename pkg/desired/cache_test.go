@@ -310,3 +310,105 @@ func TestRenderCacheBounds(t *testing.T) {
 	}
 	assert.Equal(t, before+2, next.n)
 }
+
+// valuesResolvingRenderer is a resolvingRenderer whose values source
+// resolves to values, or fails with valuesErr.
+type valuesResolvingRenderer struct {
+	resolvingRenderer
+	values         string
+	valuesErr      error
+	valuesResolved int
+}
+
+func (r *valuesResolvingRenderer) ResolveValuesSource(context.Context, *convoyv1alpha1.Release) (string, error) {
+	r.valuesResolved++
+	return r.values, r.valuesErr
+}
+
+// A Release that reads values files from spec.valuesSource is rendered
+// again when its values branch moves or a Secret of the values source
+// changes, and never taken from the cache when the values source cannot be
+// resolved; one that reads none does not resolve it.
+func TestRenderCacheKeysOfValuesSource(t *testing.T) {
+	meta, clk, access := homeAccess(t, inputMeta("Secret", "creds", "1"), inputMeta("Secret", "keys", "1"), inputMeta("ConfigMap", "vals", "1"))
+	cache := NewRenderCache(1000, time.Hour, clk)
+	next := &valuesResolvingRenderer{resolvingRenderer: resolvingRenderer{digest: "sha256:aaa"}, values: "git:1111111111111111111111111111111111111111"}
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
+		Spec: convoyv1alpha1.ReleaseSpec{
+			Source: convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: "oci://registry.example/web", Tag: "stable"}},
+			ValuesSource: &convoyv1alpha1.ValuesSource{Git: &convoyv1alpha1.GitRepositorySource{
+				URL: "https://git.example/team.git", Ref: convoyv1alpha1.GitReference{Branch: "main"},
+				SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "creds"},
+				Verify:    &convoyv1alpha1.GitVerification{SecretRef: convoyv1alpha1.LocalObjectReference{Name: "keys"}}}},
+			Content: &convoyv1alpha1.ReleaseContent{ValuesFiles: []convoyv1alpha1.ValuesFile{{Path: "envs/prod/values.yaml", Source: convoyv1alpha1.ValuesFileSourceValues}}},
+		}}
+	render := func() {
+		clk.Step(time.Millisecond)
+		_, err := cache.Renderer(next, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	update := func(kind, name, rv string) {
+		res := secretsResource
+		if kind == "ConfigMap" {
+			res = configMapsResource
+		}
+		_, err := meta.Resource(res).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta(kind, name, rv), metav1.UpdateOptions{})
+		require.NoError(t, err)
+	}
+	key := func() string {
+		k, ok := cache.key(context.Background(), next, access, release)
+		require.True(t, ok)
+		return k
+	}
+	render()
+	render()
+	assert.Equal(t, 1, next.n, "nothing changed")
+	assert.Equal(t, 2, next.valuesResolved, "the values source resolved each time")
+
+	before := key()
+	next.values = "git:2222222222222222222222222222222222222222"
+	assert.NotEqual(t, before, key(), "the key names the values source's revision")
+	render()
+	assert.Equal(t, 2, next.n, "the values branch moved")
+	update("Secret", "creds", "2")
+	render()
+	assert.Equal(t, 3, next.n, "the values source's credentials changed")
+	update("Secret", "keys", "2")
+	render()
+	assert.Equal(t, 4, next.n, "the values source's keys changed: verified again")
+
+	next.valuesErr = errors.New("git server down")
+	render()
+	render()
+	assert.Equal(t, 6, next.n, "no key without the values source's revision: rendered, which tells why")
+	next.valuesErr = nil
+
+	// A ConfigMap values source is keyed by its resourceVersion.
+	release.Spec.ValuesSource = &convoyv1alpha1.ValuesSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "vals"}}
+	release.Generation++
+	render()
+	render()
+	assert.Equal(t, 7, next.n)
+	update("ConfigMap", "vals", "2")
+	render()
+	assert.Equal(t, 8, next.n, "the values ConfigMap changed")
+
+	// No entry reads it: it is not resolved, nor an input.
+	release.Spec.Content.ValuesFiles[0].Source = convoyv1alpha1.ValuesFileSourceChart
+	release.Generation++
+	resolved := next.valuesResolved
+	render()
+	update("ConfigMap", "vals", "3")
+	render()
+	assert.Equal(t, 9, next.n, "the values source is not an input of a render that reads none of it")
+	assert.Equal(t, resolved, next.valuesResolved)
+
+	plain := &resolvingRenderer{digest: "sha256:aaa"}
+	release.Spec.Content.ValuesFiles[0].Source = convoyv1alpha1.ValuesFileSourceValues
+	release.Spec.ValuesSource = &convoyv1alpha1.ValuesSource{Git: &convoyv1alpha1.GitRepositorySource{URL: "https://git.example/team.git", Ref: convoyv1alpha1.GitReference{Branch: "main"}}}
+	for range 2 {
+		_, err := cache.Renderer(plain, access).Render(context.Background(), release)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, plain.n, "a renderer that cannot resolve values sources is never cached for them")
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	convoyinformers "github.com/kumodo/convoy-apiserver/pkg/generated/informers/externalversions/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/requests"
 )
 
@@ -158,10 +159,13 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q
 		panics.WithLabelValues("drift").Inc()
 	}
 	klog.FromContext(ctx).V(2).Info("Drift pass", "generation", release.Generation, "result", report.Result.Verdict, "reason", report.Reason)
-	status := DriftStatus{SelfHeal: selfHeal, NoResolution: release.Spec.Source.ConfigMap != nil}
+	vs := release.Spec.ValuesSource
+	status := DriftStatus{SelfHeal: selfHeal, NoResolution: release.Spec.Source.ConfigMap != nil,
+		NoValuesResolution: !render.ReadsValuesSource(release) || vs == nil || vs.ConfigMap != nil}
 	if report.Desired != nil && report.Desired.Source == subresourcesv1alpha1.RenderSourceFresh {
 		// A stored render's revision is not what the source resolves to.
 		status.Resolved = report.Desired.Resolved
+		status.ValuesResolved = report.Desired.ValuesResolved
 	}
 	if refreshing {
 		refresh.handled(ctx, &status)

@@ -55,6 +55,8 @@ type observedStatus struct {
 	healthSummary *convoyv1alpha1.HealthSummary
 	selfHeal      *convoyv1alpha1.SelfHealStatus
 	lastResolved  *convoyv1alpha1.LastResolved
+	// lastResolvedValues is status.lastResolvedValuesSource.
+	lastResolvedValues *convoyv1alpha1.LastResolved
 	// handledRefresh is status.lastHandledRefreshAt.
 	handledRefresh string
 	// seenRefresh is the value of the refresh annotation this replica
@@ -84,6 +86,7 @@ func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
 		p.healthSummary = release.Status.HealthSummary.DeepCopy()
 		p.selfHeal = release.Status.SelfHeal.DeepCopy()
 		p.lastResolved = release.Status.LastResolved.DeepCopy()
+		p.lastResolvedValues = release.Status.LastResolvedValuesSource.DeepCopy()
 		p.handledRefresh = release.Status.LastHandledRefreshAt
 		w.parts[release.UID] = p
 	}
@@ -125,6 +128,12 @@ type DriftStatus struct {
 	Resolved *subresourcesv1alpha1.ResolvedSource
 	// NoResolution drops status.lastResolved (a ConfigMap source).
 	NoResolution bool
+	// ValuesResolved is what spec.valuesSource resolved to (nil: unknown
+	// this pass, status.lastResolvedValuesSource is kept).
+	ValuesResolved *subresourcesv1alpha1.ResolvedSource
+	// NoValuesResolution drops status.lastResolvedValuesSource (no values
+	// file read from a values source, or a ConfigMap one).
+	NoValuesResolution bool
 	// HandledRefresh, when set, is the refresh request the pass handled,
 	// as status.lastHandledRefreshAt records it (a time the CRD accepts).
 	HandledRefresh string
@@ -144,20 +153,12 @@ func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Re
 			p.selfHeal = d.SelfHeal.DeepCopy()
 			changed = true
 		}
-		switch {
-		case d.NoResolution:
-			changed = changed || p.lastResolved != nil
-			p.lastResolved = nil
-		case d.Resolved != nil:
-			next := lastResolved(d.Resolved)
-			if p.lastResolved != nil {
-				next.Time = p.lastResolved.Time
-			}
-			if p.lastResolved == nil || *next != *p.lastResolved {
-				next.Time = metav1.NewTime(w.clock.Now().Truncate(time.Second))
-				p.lastResolved = next
-				changed = true
-			}
+		var moved bool
+		if p.lastResolved, moved = w.nextResolved(p.lastResolved, d.Resolved, d.NoResolution); moved {
+			changed = true
+		}
+		if p.lastResolvedValues, moved = w.nextResolved(p.lastResolvedValues, d.ValuesResolved, d.NoValuesResolution); moved {
+			changed = true
 		}
 		if d.HandledRefresh != "" && d.HandledRefresh != p.handledRefresh {
 			p.handledRefresh = d.HandledRefresh
@@ -165,6 +166,28 @@ func (w *StatusWriter) SetInSync(ctx context.Context, release *convoyv1alpha1.Re
 		}
 		return changed
 	}, d.SeenRefresh)
+}
+
+// nextResolved is what a status.lastResolved field (cur) becomes after a
+// pass that resolved r (nil: unknown, cur is kept) or for a source with no
+// revision (drop), and whether it changed: the time changes only when the
+// revision does.
+func (w *StatusWriter) nextResolved(cur *convoyv1alpha1.LastResolved, r *subresourcesv1alpha1.ResolvedSource, drop bool) (*convoyv1alpha1.LastResolved, bool) {
+	switch {
+	case drop:
+		return nil, cur != nil
+	case r == nil:
+		return cur, false
+	}
+	next := lastResolved(r)
+	if cur != nil {
+		next.Time = cur.Time
+		if *next == *cur {
+			return cur, false
+		}
+	}
+	next.Time = metav1.NewTime(w.clock.Now().Truncate(time.Second))
+	return next, true
 }
 
 // lastResolved is the revision of r (its time unset), each field cut to
@@ -195,7 +218,7 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	old := meta.FindStatusCondition(p.conditions, cond.Type)
 	transition := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
 	next := observedStatus{conditions: make([]metav1.Condition, len(p.conditions)), healthSummary: p.healthSummary, selfHeal: p.selfHeal,
-		lastResolved: p.lastResolved, handledRefresh: p.handledRefresh}
+		lastResolved: p.lastResolved, lastResolvedValues: p.lastResolvedValues, handledRefresh: p.handledRefresh}
 	copy(next.conditions, p.conditions)
 	changed := meta.SetStatusCondition(&next.conditions, cond)
 	changed = change(&next) || changed
@@ -209,16 +232,16 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	}
 
 	err := w.apply(ctx, release, &next)
-	if apierrors.IsInvalid(err) && (next.lastResolved != p.lastResolved || next.handledRefresh != p.handledRefresh) {
+	if apierrors.IsInvalid(err) && (next.lastResolved != p.lastResolved || next.lastResolvedValues != p.lastResolvedValues || next.handledRefresh != p.handledRefresh) {
 		// What the API server refused came from outside the observer (a
 		// refresh annotation, a revision a registry or repository named):
 		// the verdict is written with the last ones it accepted.
 		refused := err
-		next.lastResolved, next.handledRefresh = p.lastResolved, p.handledRefresh
+		next.lastResolved, next.lastResolvedValues, next.handledRefresh = p.lastResolved, p.lastResolvedValues, p.handledRefresh
 		if err = w.apply(ctx, release, &next); err == nil {
 			statusRefusals.Inc()
 			note := "the API server refused the observer's status (" + refused.Error() + "); " +
-				"the condition was written, status.lastResolved and status.lastHandledRefreshAt kept their last values"
+				"the condition was written, status.lastResolved, lastResolvedValuesSource and lastHandledRefreshAt kept their last values"
 			w.recorder.Eventf(release, nil, corev1.EventTypeWarning, ReasonStatusRefused, "Set"+cond.Type, "%s", truncate.String(note, truncate.EventNote))
 			klog.FromContext(ctx).Info("Status refused, the verdict written without it", "release", klog.KObj(release), "err", refused)
 		}
@@ -227,7 +250,7 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 		return false, fmt.Errorf("writing the %s condition of release %s/%s: %w", cond.Type, release.Namespace, release.Name, err)
 	}
 	p.conditions, p.healthSummary, p.selfHeal = next.conditions, next.healthSummary, next.selfHeal
-	p.lastResolved, p.handledRefresh = next.lastResolved, next.handledRefresh
+	p.lastResolved, p.lastResolvedValues, p.handledRefresh = next.lastResolved, next.lastResolvedValues, next.handledRefresh
 	if transition {
 		eventType := corev1.EventTypeNormal
 		if cond.Status != metav1.ConditionTrue {
@@ -267,6 +290,9 @@ func (w *StatusWriter) apply(ctx context.Context, release *convoyv1alpha1.Releas
 	}
 	if r := next.lastResolved; r != nil {
 		status.WithLastResolved(lastResolvedApply(r))
+	}
+	if r := next.lastResolvedValues; r != nil {
+		status.WithLastResolvedValuesSource(lastResolvedApply(r))
 	}
 	if next.handledRefresh != "" {
 		status.WithLastHandledRefreshAt(next.handledRefresh)

@@ -313,3 +313,62 @@ func TestLastResolvedBounds(t *testing.T) {
 	short := &subresourcesv1alpha1.ResolvedSource{Kind: "HelmRepository", URL: "https://charts.example", Chart: "web", Version: "1.2.3", Digest: "sha256:aa"}
 	assert.Equal(t, &convoyv1alpha1.LastResolved{Kind: "HelmRepository", URL: "https://charts.example", Chart: "web", Version: "1.2.3", Digest: "sha256:aa"}, lastResolved(short))
 }
+
+// status.lastResolvedValuesSource follows spec.valuesSource's revision as
+// status.lastResolved follows spec.source's: written when it changes, kept
+// when unknown and by the health loop's applies, dropped for a Release
+// that reads no values source; the two never mix.
+func TestStatusWriterLastResolvedValuesSource(t *testing.T) {
+	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+	w, client, _, clk := countingWriter(release, events.NewFakeRecorder(10))
+	ctx := context.Background()
+	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "in sync"}
+	get := func() *convoyv1alpha1.Release {
+		got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
+		require.NoError(t, err)
+		return got
+	}
+	chart := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://registry.example/charts/web", Tag: "1.0.0", Digest: "sha256:aa"}
+	values := &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/team.git", Ref: "refs/heads/main", Commit: "aaaa"}
+	wrote, err := w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: chart, ValuesResolved: values})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	first := get().Status
+	require.NotNil(t, first.LastResolved)
+	require.NotNil(t, first.LastResolvedValuesSource)
+	assert.Equal(t, "sha256:aa", first.LastResolved.Digest)
+	assert.Equal(t, "aaaa", first.LastResolvedValuesSource.Commit)
+
+	clk.SetTime(clk.Now().Add(time.Minute))
+	wrote, err = w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: chart.DeepCopy(), ValuesResolved: values.DeepCopy()})
+	require.NoError(t, err)
+	assert.False(t, wrote, "the same revisions: nothing written")
+
+	moved := values.DeepCopy()
+	moved.Commit = "bbbb"
+	wrote, err = w.SetInSync(ctx, release, inSync, DriftStatus{Resolved: chart, ValuesResolved: moved})
+	require.NoError(t, err)
+	assert.True(t, wrote, "the values branch moved")
+	got := get().Status
+	assert.Equal(t, "bbbb", got.LastResolvedValuesSource.Commit)
+	assert.True(t, got.LastResolvedValuesSource.Time.After(first.LastResolvedValuesSource.Time.Time))
+	assert.True(t, got.LastResolved.Time.Equal(&first.LastResolved.Time), "spec.source's revision and time are kept")
+
+	_, err = w.SetInSync(ctx, release, metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionUnknown, Reason: "Undetermined", Message: "x"}, DriftStatus{})
+	require.NoError(t, err)
+	_, err = w.SetCondition(ctx, release, metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy", Message: "ok"}, &convoyv1alpha1.HealthSummary{Total: 1, Healthy: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "bbbb", get().Status.LastResolvedValuesSource.Commit, "kept when unknown, carried by the health loop's apply")
+
+	after := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(10), clk)
+	wrote, err = after.SetInSync(ctx, get(), metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionUnknown, Reason: "Undetermined", Message: "x"},
+		DriftStatus{Resolved: chart.DeepCopy(), ValuesResolved: moved.DeepCopy()})
+	require.NoError(t, err)
+	assert.False(t, wrote, "a new leader starts from the status on the server")
+
+	wrote, err = after.SetInSync(ctx, get(), inSync, DriftStatus{Resolved: chart, NoValuesResolution: true})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Nil(t, get().Status.LastResolvedValuesSource, "no values source read: dropped")
+	assert.NotNil(t, get().Status.LastResolved)
+}

@@ -37,6 +37,11 @@ type Render struct {
 	// stored render it is what its Secret names (nil: nothing), verified
 	// only where the Release asks for signatures (pkg/desired).
 	Resolved *subresourcesv1alpha1.ResolvedSource
+	// ValuesResolved is the artifact (or Git commit) of spec.valuesSource a
+	// render read values files from; nil when it read none, or for a
+	// ConfigMap, or for a stored render (its Secret names spec.source's
+	// revision only).
+	ValuesResolved *subresourcesv1alpha1.ResolvedSource
 }
 
 // Renderer renders Releases: spec.source, then spec.content (for a chart),
@@ -64,6 +69,11 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 	if err != nil {
 		return nil, err
 	}
+	vsrc, err := r.fetchValuesSource(ctx, release)
+	if err != nil {
+		return nil, err
+	}
+	ctx = withValuesSource(ctx, vsrc)
 	ctx, cancel := context.WithTimeoutCause(ctx, r.engine.limits.Timeout, ErrTimeout)
 	defer cancel()
 	objs, ferr := r.render(ctx, release, src)
@@ -81,6 +91,9 @@ func (r *Renderer) Render(ctx context.Context, release *convoyv1alpha1.Release) 
 		return nil, lerr
 	}
 	out.Resolved = src.Resolved
+	if vsrc != nil {
+		out.ValuesResolved = vsrc.Resolved
+	}
 	return out, nil
 }
 
@@ -92,11 +105,25 @@ func (r *Renderer) ResolveSource(ctx context.Context, release *convoyv1alpha1.Re
 	return r.engine.sources.Resolve(ctx, release, r.inputs)
 }
 
+// ResolveValuesSource returns what spec.valuesSource of release resolves to
+// now, as ResolveSource does for spec.source ("" for a ConfigMap). A
+// render of a Release that reads values files from it depends on it too.
+func (r *Renderer) ResolveValuesSource(ctx context.Context, release *convoyv1alpha1.Release) (string, error) {
+	return r.engine.sources.ResolveValues(ctx, release, r.inputs)
+}
+
 // VerifyRevision verifies that resolved, the revision of its source a
 // stored render of release names, verifies now under the Release's policy
 // (source.Fetcher.VerifyRevision); nil, nil for a Release that asks for no
 // signature.
+//
+// A stored render names no revision of spec.valuesSource: one of a Release
+// that reads values files from a values source that asks for a signature
+// cannot be verified, and is refused (refuseStoredValues).
 func (r *Renderer) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+	if err := refuseStoredValues(release); err != nil {
+		return nil, err
+	}
 	return r.engine.sources.VerifyRevision(ctx, release, r.inputs, resolved)
 }
 

@@ -36,7 +36,19 @@ func (r *Renderer) values(ctx context.Context, release *convoyv1alpha1.Release, 
 		return vals, nil
 	}
 	for i, f := range content.ValuesFiles {
-		m, err := r.valuesFile(where, i, f, files)
+		fileWhere, from := where, files
+		switch f.Source {
+		case "", convoyv1alpha1.ValuesFileSourceChart:
+		case convoyv1alpha1.ValuesFileSourceValues:
+			vsrc := valuesSourceOf(ctx)
+			if vsrc == nil { // Render fetches it first: never, but not silently
+				return nil, failure.New(sourcefailure.ReasonSourceInvalid, nil, "valuesFiles %d reads source values, but spec.valuesSource was not fetched", i)
+			}
+			fileWhere, from = valuesSourceFiles(vsrc)
+		default:
+			return nil, failure.New(ReasonValuesInvalid, nil, "valuesFiles %d: source %q is neither %s nor %s", i, f.Source, convoyv1alpha1.ValuesFileSourceChart, convoyv1alpha1.ValuesFileSourceValues)
+		}
+		m, err := r.valuesFile(fileWhere, i, f, from)
 		if err != nil {
 			return nil, err
 		}

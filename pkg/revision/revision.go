@@ -154,3 +154,13 @@ func Git(repo, rev string, own convoyv1alpha1.GitReference, refs git.Refs) (GitP
 	p.Commit, p.Tip = commit, true
 	return p, nil
 }
+
+// Without is ctx asking for no revision: the revision of With names the
+// Release's own source (spec.source), never its values source, which is
+// fetched at the revision its spec names.
+func Without(ctx context.Context) context.Context {
+	if From(ctx) == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, key{}, "")
+}

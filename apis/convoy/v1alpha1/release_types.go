@@ -77,6 +77,7 @@ type Release struct {
 }
 
 // ReleaseSpec is the desired state of a Release.
+// +kubebuilder:validation:XValidation:rule="has(self.valuesSource) || !has(self.content) || !has(self.content.valuesFiles) || self.content.valuesFiles.all(f, !has(f.source) || f.source != 'values')",message="a valuesFiles entry with source values requires spec.valuesSource"
 type ReleaseSpec struct {
 	// cluster names a Cluster in the Release's namespace. Empty means the
 	// cluster that convoy runs in.
@@ -105,6 +106,15 @@ type ReleaseSpec struct {
 	// of source is set.
 	Source ReleaseSource `json:"source"`
 
+	// valuesSource is a second source whose files valuesFiles entries with
+	// source values read (Argo CD's multi-source $values): a chart of a
+	// platform team's repository, its values from the team's own Git
+	// repository. It is fetched as spec.source is (the Release's identity,
+	// credentials, address policy, limits, verification) and only when an
+	// entry of valuesFiles reads it.
+	// +optional
+	ValuesSource *ValuesSource `json:"valuesSource,omitempty"`
+
 	// content holds the values of a Helm chart.
 	// +optional
 	Content *ReleaseContent `json:"content,omitempty"`
@@ -129,6 +139,28 @@ type ReleaseSpec struct {
 	// is not assessed (Healthy is True with reason NotConfigured).
 	// +optional
 	HealthAssessment *HealthAssessment `json:"healthAssessment,omitempty"`
+}
+
+// ValuesSource is a source of values files: a directory of a Git commit, a
+// bundle of files in an OCI registry, or a ConfigMap's keys. Each kind has
+// the fields and rules it has in spec.source.
+// +kubebuilder:validation:XValidation:rule="(has(self.configMap) ? 1 : 0) + (has(self.ociRepository) ? 1 : 0) + (has(self.git) ? 1 : 0) == 1",message="exactly one of configMap, ociRepository or git must be set"
+type ValuesSource struct {
+	// configMap is a ConfigMap in the Release's namespace whose keys are
+	// the files (a values file's path is its key).
+	// +optional
+	ConfigMap *ConfigMapSource `json:"configMap,omitempty"`
+
+	// ociRepository is a bundle of files (one tar+gzip layer) in an OCI
+	// registry; not a Helm chart. Its path, if any, is the directory the
+	// values files' paths are relative to.
+	// +optional
+	OCIRepository *OCIRepositorySource `json:"ociRepository,omitempty"`
+
+	// git is a commit of a Git repository. Its path, if any, is the
+	// directory the values files' paths are relative to.
+	// +optional
+	Git *GitRepositorySource `json:"git,omitempty"`
 }
 
 // ClusterReference names a Cluster in the Release's namespace.
@@ -425,10 +457,26 @@ type ReleaseContent struct {
 	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
 }
 
-// ValuesFile is a values file of the Release's source.
+// Sources a ValuesFile reads.
+const (
+	// ValuesFileSourceChart is the chart's own source, spec.source.
+	ValuesFileSourceChart = "chart"
+	// ValuesFileSourceValues is spec.valuesSource.
+	ValuesFileSourceValues = "values"
+)
+
+// ValuesFile is a values file of the Release's source, or of its values
+// source.
 type ValuesFile struct {
+	// source is the source the file is read from: chart (the default), the
+	// chart's own files of spec.source; values, the files of
+	// spec.valuesSource, which must be set.
+	// +optional
+	// +kubebuilder:validation:Enum=chart;values
+	Source string `json:"source,omitempty"`
 	// path of the file, relative to the chart's directory and within it
-	// (values-prod.yaml, env/prod.yaml).
+	// (values-prod.yaml, env/prod.yaml); for source values, relative to the
+	// values source's root (or its path) and within it (envs/prod/values.yaml).
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.matches('(^|/)[.][.](/|$)')",message="must be relative to the chart's directory and within it: no leading / and no .. element"
@@ -606,6 +654,11 @@ type ReleaseStatus struct {
 	// leader's drift pass (field manager convoy-observe) when it changes.
 	// +optional
 	LastResolved *LastResolved `json:"lastResolved,omitempty"`
+	// lastResolvedValuesSource is, as lastResolved, the revision the drift
+	// loop last resolved spec.valuesSource to, when a fresh render read
+	// values files from it (not for a ConfigMap).
+	// +optional
+	LastResolvedValuesSource *LastResolved `json:"lastResolvedValuesSource,omitempty"`
 	// lastHandledRefreshAt is the value of the annotation
 	// convoy.kumodo.io/refresh-requested-at that the drift loop last
 	// handled: a pass that resolved the source again after that time.

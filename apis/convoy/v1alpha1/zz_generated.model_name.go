@@ -285,3 +285,8 @@ func (in ValuesFile) OpenAPIModelName() string {
 func (in ValuesReference) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference"
 }
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ValuesSource) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesSource"
+}

@@ -162,7 +162,12 @@ type ReleaseDiff struct {
 	// when it is a fresh render of an OCI or Helm repository source.
 	// +optional
 	ResolvedSource *ResolvedSource `json:"resolvedSource,omitempty"`
-	Result         DiffResult      `json:"result"`
+	// resolvedValuesSource is the artifact or commit of spec.valuesSource
+	// the compared render read values files from, when it is a fresh
+	// render that read some (not for a ConfigMap).
+	// +optional
+	ResolvedValuesSource *ResolvedSource `json:"resolvedValuesSource,omitempty"`
+	Result               DiffResult      `json:"result"`
 	// reason is set when the result is Undetermined or Drifted.
 	// +optional
 	Reason string `json:"reason,omitempty"`
@@ -321,6 +326,11 @@ type ReleasePreview struct {
 	// a fresh render of an OCI or Helm repository source.
 	// +optional
 	ResolvedSource *ResolvedSource `json:"resolvedSource,omitempty"`
+	// resolvedValuesSource is the artifact or commit of spec.valuesSource
+	// the render read values files from, when it is a fresh render that
+	// read some (not for a ConfigMap).
+	// +optional
+	ResolvedValuesSource *ResolvedSource `json:"resolvedValuesSource,omitempty"`
 	// objects of the render; Secret values are redacted.
 	// +optional
 	// +listType=atomic

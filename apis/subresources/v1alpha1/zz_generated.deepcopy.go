@@ -210,6 +210,11 @@ func (in *ReleaseDiff) DeepCopyInto(out *ReleaseDiff) {
 		*out = new(ResolvedSource)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.ResolvedValuesSource != nil {
+		in, out := &in.ResolvedValuesSource, &out.ResolvedValuesSource
+		*out = new(ResolvedSource)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Objects != nil {
 		in, out := &in.Objects, &out.Objects
 		*out = make([]ObjectDiff, len(*in))
@@ -293,6 +298,11 @@ func (in *ReleasePreview) DeepCopyInto(out *ReleasePreview) {
 	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	if in.ResolvedSource != nil {
 		in, out := &in.ResolvedSource, &out.ResolvedSource
+		*out = new(ResolvedSource)
+		(*in).DeepCopyInto(*out)
+	}
+	if in.ResolvedValuesSource != nil {
+		in, out := &in.ResolvedValuesSource, &out.ResolvedValuesSource
 		*out = new(ResolvedSource)
 		(*in).DeepCopyInto(*out)
 	}

@@ -126,6 +126,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.ValuesFileApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ValuesReference"):
 		return &convoyv1alpha1.ValuesReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ValuesSource"):
+		return &convoyv1alpha1.ValuesSourceApplyConfiguration{}
 
 	}
 	return nil

@@ -87,6 +87,7 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.SyncPolicy{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_SyncPolicy(ref),
 		v1alpha1.ValuesFile{}.OpenAPIModelName():                       schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesFile(ref),
 		v1alpha1.ValuesReference{}.OpenAPIModelName():                  schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref),
+		v1alpha1.ValuesSource{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesSource(ref),
 		subresourcesv1alpha1.ContestedField{}.OpenAPIModelName():       schema_convoy_apiserver_apis_subresources_v1alpha1_ContestedField(ref),
 		subresourcesv1alpha1.EntryHealth{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_EntryHealth(ref),
 		subresourcesv1alpha1.ExtraObject{}.OpenAPIModelName():          schema_convoy_apiserver_apis_subresources_v1alpha1_ExtraObject(ref),
@@ -2165,6 +2166,12 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseSpec(ref common.Referen
 							Ref:         ref(v1alpha1.ReleaseSource{}.OpenAPIModelName()),
 						},
 					},
+					"valuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "valuesSource is a second source whose files valuesFiles entries with source values read (Argo CD's multi-source $values): a chart of a platform team's repository, its values from the team's own Git repository. It is fetched as spec.source is (the Release's identity, credentials, address policy, limits, verification) and only when an entry of valuesFiles reads it.",
+							Ref:         ref(v1alpha1.ValuesSource{}.OpenAPIModelName()),
+						},
+					},
 					"content": {
 						SchemaProps: spec.SchemaProps{
 							Description: "content holds the values of a Helm chart.",
@@ -2213,7 +2220,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseSpec(ref common.Referen
 			},
 		},
 		Dependencies: []string{
-			v1alpha1.ClusterReference{}.OpenAPIModelName(), v1alpha1.HealthAssessment{}.OpenAPIModelName(), v1alpha1.Mutation{}.OpenAPIModelName(), v1alpha1.Pin{}.OpenAPIModelName(), v1alpha1.ReleaseContent{}.OpenAPIModelName(), v1alpha1.ReleaseSource{}.OpenAPIModelName(), v1alpha1.SyncPolicy{}.OpenAPIModelName()},
+			v1alpha1.ClusterReference{}.OpenAPIModelName(), v1alpha1.HealthAssessment{}.OpenAPIModelName(), v1alpha1.Mutation{}.OpenAPIModelName(), v1alpha1.Pin{}.OpenAPIModelName(), v1alpha1.ReleaseContent{}.OpenAPIModelName(), v1alpha1.ReleaseSource{}.OpenAPIModelName(), v1alpha1.SyncPolicy{}.OpenAPIModelName(), v1alpha1.ValuesSource{}.OpenAPIModelName()},
 	}
 }
 
@@ -2290,6 +2297,12 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseStatus(ref common.Refer
 					"lastResolved": {
 						SchemaProps: spec.SchemaProps{
 							Description: "lastResolved is the revision the observer's drift loop last resolved the Release's source to (not for a ConfigMap source): written by the leader's drift pass (field manager convoy-observe) when it changes.",
+							Ref:         ref(v1alpha1.LastResolved{}.OpenAPIModelName()),
+						},
+					},
+					"lastResolvedValuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "lastResolvedValuesSource is, as lastResolved, the revision the drift loop last resolved spec.valuesSource to, when a fresh render read values files from it (not for a ConfigMap).",
 							Ref:         ref(v1alpha1.LastResolved{}.OpenAPIModelName()),
 						},
 					},
@@ -2467,12 +2480,19 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesFile(ref common.Referenc
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
 			SchemaProps: spec.SchemaProps{
-				Description: "ValuesFile is a values file of the Release's source.",
+				Description: "ValuesFile is a values file of the Release's source, or of its values source.",
 				Type:        []string{"object"},
 				Properties: map[string]spec.Schema{
+					"source": {
+						SchemaProps: spec.SchemaProps{
+							Description: "source is the source the file is read from: chart (the default), the chart's own files of spec.source; values, the files of spec.valuesSource, which must be set.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
 					"path": {
 						SchemaProps: spec.SchemaProps{
-							Description: "path of the file, relative to the chart's directory and within it (values-prod.yaml, env/prod.yaml).",
+							Description: "path of the file, relative to the chart's directory and within it (values-prod.yaml, env/prod.yaml); for source values, relative to the values source's root (or its path) and within it (envs/prod/values.yaml).",
 							Default:     "",
 							Type:        []string{"string"},
 							Format:      "",
@@ -2531,6 +2551,39 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesReference(ref common.Ref
 				Required: []string{"kind", "name"},
 			},
 		},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_ValuesSource(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ValuesSource is a source of values files: a directory of a Git commit, a bundle of files in an OCI registry, or a ConfigMap's keys. Each kind has the fields and rules it has in spec.source.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"configMap": {
+						SchemaProps: spec.SchemaProps{
+							Description: "configMap is a ConfigMap in the Release's namespace whose keys are the files (a values file's path is its key).",
+							Ref:         ref(v1alpha1.ConfigMapSource{}.OpenAPIModelName()),
+						},
+					},
+					"ociRepository": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ociRepository is a bundle of files (one tar+gzip layer) in an OCI registry; not a Helm chart. Its path, if any, is the directory the values files' paths are relative to.",
+							Ref:         ref(v1alpha1.OCIRepositorySource{}.OpenAPIModelName()),
+						},
+					},
+					"git": {
+						SchemaProps: spec.SchemaProps{
+							Description: "git is a commit of a Git repository. Its path, if any, is the directory the values files' paths are relative to.",
+							Ref:         ref(v1alpha1.GitRepositorySource{}.OpenAPIModelName()),
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ConfigMapSource{}.OpenAPIModelName(), v1alpha1.GitRepositorySource{}.OpenAPIModelName(), v1alpha1.OCIRepositorySource{}.OpenAPIModelName()},
 	}
 }
 
@@ -3041,6 +3094,12 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleaseDiff(ref common.R
 							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
 						},
 					},
+					"resolvedValuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resolvedValuesSource is the artifact or commit of spec.valuesSource the compared render read values files from, when it is a fresh render that read some (not for a ConfigMap).",
+							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
+						},
+					},
 					"result": {
 						SchemaProps: spec.SchemaProps{
 							Default: "",
@@ -3211,6 +3270,12 @@ func schema_convoy_apiserver_apis_subresources_v1alpha1_ReleasePreview(ref commo
 					"resolvedSource": {
 						SchemaProps: spec.SchemaProps{
 							Description: "resolvedSource is the artifact the render was made from, when it is a fresh render of an OCI or Helm repository source.",
+							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
+						},
+					},
+					"resolvedValuesSource": {
+						SchemaProps: spec.SchemaProps{
+							Description: "resolvedValuesSource is the artifact or commit of spec.valuesSource the render read values files from, when it is a fresh render that read some (not for a ConfigMap).",
 							Ref:         ref(subresourcesv1alpha1.ResolvedSource{}.OpenAPIModelName()),
 						},
 					},

@@ -74,6 +74,7 @@ func (r *DiffREST) Get(ctx context.Context, name string, options runtime.Object)
 	}
 	if report.Desired != nil {
 		diff.RenderRef, diff.RenderSource, diff.ResolvedSource = report.Desired.Ref, report.Desired.Source, report.Desired.Resolved
+		diff.ResolvedValuesSource = report.Desired.ValuesResolved
 	}
 	return diff, nil
 }

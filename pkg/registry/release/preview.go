@@ -68,6 +68,8 @@ func (r *PreviewREST) Get(ctx context.Context, name string, options runtime.Obje
 		RenderRef:      result.Ref,
 		RenderSource:   result.Source,
 		ResolvedSource: result.Resolved,
+		// Additive: a client of before spec.valuesSource ignores it.
+		ResolvedValuesSource: result.ValuesResolved,
 	}
 	for _, obj := range r.redactor.Objects(result.Objects) {
 		raw, err := json.Marshal(obj.Object)

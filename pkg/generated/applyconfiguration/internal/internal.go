@@ -735,6 +735,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: targetNamespace
       type:
         scalar: string
+    - name: valuesSource
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesSource
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReleaseStatus
   map:
     fields:
@@ -762,6 +765,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.RenderRecord
     - name: lastResolved
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved
+    - name: lastResolvedValuesSource
       type:
         namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LastResolved
     - name: observedGeneration
@@ -837,6 +843,9 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+    - name: source
+      type:
+        scalar: string
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesReference
   map:
     fields:
@@ -854,6 +863,18 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: optional
       type:
         scalar: boolean
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ValuesSource
+  map:
+    fields:
+    - name: configMap
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ConfigMapSource
+    - name: git
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.GitRepositorySource
+    - name: ociRepository
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.OCIRepositorySource
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
   map:
     fields:

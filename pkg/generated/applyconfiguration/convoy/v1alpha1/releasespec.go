@@ -39,6 +39,13 @@ type ReleaseSpecApplyConfiguration struct {
 	// source is where the manifests or the chart come from. Exactly one kind
 	// of source is set.
 	Source *ReleaseSourceApplyConfiguration `json:"source,omitempty"`
+	// valuesSource is a second source whose files valuesFiles entries with
+	// source values read (Argo CD's multi-source $values): a chart of a
+	// platform team's repository, its values from the team's own Git
+	// repository. It is fetched as spec.source is (the Release's identity,
+	// credentials, address policy, limits, verification) and only when an
+	// entry of valuesFiles reads it.
+	ValuesSource *ValuesSourceApplyConfiguration `json:"valuesSource,omitempty"`
 	// content holds the values of a Helm chart.
 	Content *ReleaseContentApplyConfiguration `json:"content,omitempty"`
 	// mutations are applied in order to the rendered objects.
@@ -88,6 +95,14 @@ func (b *ReleaseSpecApplyConfiguration) WithTargetNamespace(value string) *Relea
 // If called multiple times, the Source field is set to the value of the last call.
 func (b *ReleaseSpecApplyConfiguration) WithSource(value *ReleaseSourceApplyConfiguration) *ReleaseSpecApplyConfiguration {
 	b.Source = value
+	return b
+}
+
+// WithValuesSource sets the ValuesSource field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the ValuesSource field is set to the value of the last call.
+func (b *ReleaseSpecApplyConfiguration) WithValuesSource(value *ValuesSourceApplyConfiguration) *ReleaseSpecApplyConfiguration {
+	b.ValuesSource = value
 	return b
 }
 

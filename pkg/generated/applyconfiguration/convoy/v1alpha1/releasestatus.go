@@ -50,6 +50,10 @@ type ReleaseStatusApplyConfiguration struct {
 	// the Release's source to (not for a ConfigMap source): written by the
 	// leader's drift pass (field manager convoy-observe) when it changes.
 	LastResolved *LastResolvedApplyConfiguration `json:"lastResolved,omitempty"`
+	// lastResolvedValuesSource is, as lastResolved, the revision the drift
+	// loop last resolved spec.valuesSource to, when a fresh render read
+	// values files from it (not for a ConfigMap).
+	LastResolvedValuesSource *LastResolvedApplyConfiguration `json:"lastResolvedValuesSource,omitempty"`
 	// lastHandledRefreshAt is the value of the annotation
 	// convoy.kumodo.io/refresh-requested-at that the drift loop last
 	// handled: a pass that resolved the source again after that time.
@@ -136,6 +140,14 @@ func (b *ReleaseStatusApplyConfiguration) WithSelfHeal(value *SelfHealStatusAppl
 // If called multiple times, the LastResolved field is set to the value of the last call.
 func (b *ReleaseStatusApplyConfiguration) WithLastResolved(value *LastResolvedApplyConfiguration) *ReleaseStatusApplyConfiguration {
 	b.LastResolved = value
+	return b
+}
+
+// WithLastResolvedValuesSource sets the LastResolvedValuesSource field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LastResolvedValuesSource field is set to the value of the last call.
+func (b *ReleaseStatusApplyConfiguration) WithLastResolvedValuesSource(value *LastResolvedApplyConfiguration) *ReleaseStatusApplyConfiguration {
+	b.LastResolvedValuesSource = value
 	return b
 }
 

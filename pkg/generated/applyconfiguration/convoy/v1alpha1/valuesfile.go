@@ -21,10 +21,16 @@ package v1alpha1
 // ValuesFileApplyConfiguration represents a declarative configuration of the ValuesFile type for use
 // with apply.
 //
-// ValuesFile is a values file of the Release's source.
+// ValuesFile is a values file of the Release's source, or of its values
+// source.
 type ValuesFileApplyConfiguration struct {
+	// source is the source the file is read from: chart (the default), the
+	// chart's own files of spec.source; values, the files of
+	// spec.valuesSource, which must be set.
+	Source *string `json:"source,omitempty"`
 	// path of the file, relative to the chart's directory and within it
-	// (values-prod.yaml, env/prod.yaml).
+	// (values-prod.yaml, env/prod.yaml); for source values, relative to the
+	// values source's root (or its path) and within it (envs/prod/values.yaml).
 	Path *string `json:"path,omitempty"`
 	// optional: a missing file is skipped instead of failing the render.
 	Optional *bool `json:"optional,omitempty"`
@@ -34,6 +40,14 @@ type ValuesFileApplyConfiguration struct {
 // apply.
 func ValuesFile() *ValuesFileApplyConfiguration {
 	return &ValuesFileApplyConfiguration{}
+}
+
+// WithSource sets the Source field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Source field is set to the value of the last call.
+func (b *ValuesFileApplyConfiguration) WithSource(value string) *ValuesFileApplyConfiguration {
+	b.Source = &value
+	return b
 }
 
 // WithPath sets the Path field in the declarative configuration to the given value
