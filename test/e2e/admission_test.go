@@ -97,6 +97,23 @@ func TestRequireSignedSourcesPolicy(t *testing.T) {
 		require.NoError(t, r.err, "a source that asks for verification is admitted (%s): %s", name, r.stderr)
 	}
 
+	// The values source is held to the same rule: its files change the
+	// render as much as the chart's.
+	withValues := func(values string) string {
+		return release(required, "with-values", verified) + "  valuesSource: " + values + "\n"
+	}
+	for values, says := range map[string]string{
+		`{git: {url: "https://127.0.0.1:1/values.git", ref: {branch: main}}}`: "spec.valuesSource.git.verify must be set",
+		`{ociRepository: {url: "oci://127.0.0.1:1/apps/values", tag: v1}}`:    "spec.valuesSource.ociRepository.verify must be set",
+		`{configMap: {name: team-values}}`:                                    "a configMap values source carries no signature",
+	} {
+		r := kubectl(t, "", withValues(values), "create", "--dry-run=server", "-f", "-")
+		require.Error(t, r.err, "an unverified values source admitted: %s", values)
+		assert.Contains(t, r.stderr, says)
+	}
+	r := kubectl(t, "", withValues(`{git: {url: "https://127.0.0.1:1/values.git", ref: {branch: main}, verify: {secretRef: {name: git-signers}}}}`), "create", "--dry-run=server", "-f", "-")
+	require.NoError(t, r.err, "a verified values source is admitted: %s", r.stderr)
+
 	// Updates: a verified Release may not become anything else.
 	mustKubectl(t, "", release(required, "web", verified), "create", "-f", "-")
 	for kind, tc := range sources {
@@ -106,7 +123,7 @@ func TestRequireSignedSourcesPolicy(t *testing.T) {
 			assert.Contains(t, r.stderr, tc.says)
 		})
 	}
-	r := kubectl(t, "", "", "annotate", "release.convoy.kumodo.io/web", "-n", required, convoyv1alpha1.AnnotationSyncRequestedAt+"=2026-12-06T10:00:00Z")
+	r = kubectl(t, "", "", "annotate", "release.convoy.kumodo.io/web", "-n", required, convoyv1alpha1.AnnotationSyncRequestedAt+"=2026-12-06T10:00:00Z")
 	assert.NoError(t, r.err, "metadata alone is let through: %s", r.stderr)
 	got, err := convoyClient(t).ConvoyV1alpha1().Releases(required).Get(context.Background(), "web", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -154,6 +154,36 @@ func TestCRDValidation(t *testing.T) {
 		{name: "Helm repository verify by cosign", object: release(`
   source: {helmRepository: {url: "https://charts.example.test", chart: web, verify: {provider: cosign, secretRef: {name: keys}}}}`),
 			wantErr: "spec.source.helmRepository.verify.provider"},
+		{name: "values file of the values source without one", object: release(`
+  source: {configMap: {name: m}}
+  content: {valuesFiles: [{path: a.yaml, source: values}]}`), wantErr: "a valuesFiles entry with source values requires spec.valuesSource"},
+		{name: "values file of the values source", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {configMap: {name: team-values}}
+  content: {valuesFiles: [{path: a.yaml, source: values}, {path: b.yaml, source: chart}, {path: c.yaml}]}`)},
+		{name: "values file of an unknown source", object: release(`
+  source: {configMap: {name: m}}
+  content: {valuesFiles: [{path: a.yaml, source: other}]}`), wantErr: "spec.content.valuesFiles[0].source"},
+		{name: "values source of no kind", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {}`), wantErr: "exactly one of configMap, ociRepository or git must be set"},
+		{name: "values source of two kinds", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {configMap: {name: v}, git: {url: "https://git.example.test/values.git", ref: {branch: main}}}`), wantErr: "exactly one of configMap, ociRepository or git must be set"},
+		{name: "values source path leaving its root", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {git: {url: "https://git.example.test/values.git", ref: {branch: main}, path: ../x}}`), wantErr: "spec.valuesSource.git.path"},
+		{name: "values source URL with a password", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {git: {url: "https://bob:pw@git.example.test/values.git", ref: {branch: main}}}`), wantErr: "must not hold credentials"},
+		{name: "values source verify Tag of a branch", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {git: {url: "https://git.example.test/values.git", ref: {branch: main}, verify: {mode: Tag, secretRef: {name: keys}}}}`),
+			wantErr: "verify.mode Tag and TagAndHEAD verify an annotated tag"},
+		{name: "values source OCI with tag and digest", object: release(`
+  source: {configMap: {name: m}}
+  valuesSource: {ociRepository: {url: "oci://registry.example.test/values", tag: v1, digest: "sha256:0000000000000000000000000000000000000000000000000000000000000000"}}`),
+			wantErr: "exactly one of tag and digest must be set"},
 		{name: "rule set without rules", object: `apiVersion: convoy.kumodo.io/v1alpha1
 kind: GlobalHealthRuleSet
 metadata: {name: empty}

@@ -91,7 +91,7 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		// (TestDriftDryRunRejected). Small limits of sources, and a tag
 		// moved shows within 2s (TestSources*).
 		ConvoyArgs: []string{"-v=4", "--allow-loopback-clusters", "--allow-loopback-sources", "--resync=1h",
-			"--fetch-timeout=3s", "--max-artifact-bytes=1048576", "--max-index-bytes=65536", "--source-resolve-max-age=2s", "--contest-window=30s", "--contest-max-backoff=16s", "--render-timeout=5s", "--cache-max-age=15s",
+			"--fetch-timeout=3s", "--max-artifact-bytes=1048576", "--max-values-file-bytes=65536", "--max-index-bytes=65536", "--source-resolve-max-age=2s", "--contest-window=30s", "--contest-max-backoff=16s", "--render-timeout=5s", "--cache-max-age=15s",
 			"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s"},
 		Out: os.Stderr,
 	})
