@@ -95,9 +95,19 @@ func TestValuesFromASecondSource(t *testing.T) {
 	for _, ns := range []string{ociNS, helmNS} {
 		cond := waitInSync(t, ns, "web", metav1.ConditionFalse, "Drifted")
 		assert.Contains(t, cond.Message, "ConfigMap "+ns+"/web-settings is Modified: data.color")
+		d := getDiff(t, ns, "web", "")
+		require.NotNil(t, d.ResolvedValuesSource, "the values source's revision in /diff")
+		assert.Equal(t, moved, d.ResolvedValuesSource.Commit, "the new values commit")
+		assert.Equal(t, "refs/heads/main", d.ResolvedValuesSource.Ref)
+		require.NotNil(t, d.ResolvedSource)
+		assert.Empty(t, d.ResolvedSource.Commit, "the chart's own revision is its digest")
 		standIn.apply(ns, "web")
 		waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 		assert.Equal(t, "blue", webSettings(t, ns)["color"])
+		require.Eventually(t, func() bool {
+			r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
+			return err == nil && r.Status.LastResolvedValuesSource != nil && r.Status.LastResolvedValuesSource.Commit == moved
+		}, time.Minute, 200*time.Millisecond, "status.lastResolvedValuesSource names the values commit")
 	}
 }
 
