@@ -32,6 +32,8 @@ func TestSourceAndResolved(t *testing.T) {
 	assert.Equal(t, "https://g/a.git (commit "+commit+")",
 		Resolved(&subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://g/a.git", Commit: commit}))
 	assert.Equal(t, "oci://r/a:v1 (sha256:00)", Resolved(&subresourcesv1alpha1.ResolvedSource{URL: "oci://r/a", Tag: "v1", Digest: "sha256:00"}))
+	// An OCI artifact asked for by digest (a values bundle pinned so).
+	assert.Equal(t, "oci://r/values@sha256:11", Resolved(&subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r/values", Digest: "sha256:11"}))
 }
 
 // The signature a source was verified with: cosign as before, Git and
@@ -94,6 +96,7 @@ func TestRevisions(t *testing.T) {
 		{&convoyv1alpha1.LastResolved{URL: "https://g/a.git", Ref: "refs/heads/main", Commit: "0123456789abcdef", Time: at}, "0123456789ab", "https://g/a.git refs/heads/main (commit 0123456789abcdef), since 2026-12-04T10:00:00Z"},
 		{&convoyv1alpha1.LastResolved{URL: "oci://r/a", Tag: "v1", Digest: "sha256:00112233445566778899", Time: at}, "sha256:001122334455", "oci://r/a:v1 (sha256:00112233445566778899), since 2026-12-04T10:00:00Z"},
 		{&convoyv1alpha1.LastResolved{URL: "https://h", Chart: "web", Version: "1.2.3", Digest: "sha256:00", Time: at}, "sha256:00", "https://h web 1.2.3 (sha256:00), since 2026-12-04T10:00:00Z"},
+		{&convoyv1alpha1.LastResolved{URL: "oci://r/values", Digest: "sha256:11223344556677889900", Time: at}, "sha256:112233445566", "oci://r/values (sha256:11223344556677889900), since 2026-12-04T10:00:00Z"},
 	} {
 		assert.Equal(t, tc.short, ShortRevision(tc.r))
 		assert.Equal(t, tc.line, LastResolved(tc.r))

@@ -18,8 +18,10 @@ type previewPage struct {
 	layout
 	Namespace, Name, ReleaseLink string
 	Render                       string
-	Resolved                     string
-	Objects                      []previewObject
+	// Resolved and ValuesResolved name the revisions of the source and of
+	// the values source the render was made from (empty: none).
+	Resolved, ValuesResolved string
+	Objects                  []previewObject
 }
 
 type previewObject struct {
@@ -36,6 +38,9 @@ func newPreviewPage(base, namespace, name string, p *subresourcesv1alpha1.Releas
 	}
 	if p.ResolvedSource != nil {
 		page.Resolved = describe.Resolved(p.ResolvedSource)
+	}
+	if p.ResolvedValuesSource != nil {
+		page.ValuesResolved = describe.Resolved(p.ResolvedValuesSource)
 	}
 	for i, raw := range p.Objects {
 		u := &unstructured.Unstructured{}

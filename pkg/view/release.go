@@ -96,10 +96,12 @@ type contestedRow struct {
 // diffSection is the /diff answer.
 type diffSection struct {
 	Result, Class, Reason, Message string
-	Render, Resolved               string
-	Drifted                        []objectSection
-	InSync                         []string
-	Extra                          []extraRow
+	// Resolved and ValuesResolved name the revisions of the source and of
+	// the values source the render was made from (empty: none).
+	Render, Resolved, ValuesResolved string
+	Drifted                          []objectSection
+	InSync                           []string
+	Extra                            []extraRow
 }
 
 // objectSection is one object that is not in sync.
@@ -174,6 +176,10 @@ func newReleasePage(base string, r *convoyv1alpha1.Release, diff *subresourcesv1
 	if lr := r.Status.LastResolved; lr != nil {
 		t := newTimeCell(&lr.Time, now)
 		p.Summary = append(p.Summary, field{Label: "Last resolved", Value: describe.LastResolved(lr), Time: &t})
+	}
+	if lr := r.Status.LastResolvedValuesSource; lr != nil {
+		t := newTimeCell(&lr.Time, now)
+		p.Summary = append(p.Summary, field{Label: "Last resolved values", Value: describe.LastResolved(lr), Time: &t})
 	}
 	if at := r.Status.LastHandledRefreshAt; at != "" {
 		p.Summary = append(p.Summary, field{Label: "Last refresh handled", Value: at})
@@ -260,6 +266,9 @@ func newDiffSection(d *subresourcesv1alpha1.ReleaseDiff, now time.Time) *diffSec
 	}
 	if d.ResolvedSource != nil {
 		s.Resolved = describe.Resolved(d.ResolvedSource)
+	}
+	if d.ResolvedValuesSource != nil {
+		s.ValuesResolved = describe.Resolved(d.ResolvedValuesSource)
 	}
 	for _, o := range d.Objects {
 		name := o.Key().Describe()

@@ -557,3 +557,69 @@ func TestSignedSource(t *testing.T) {
 		})
 	}
 }
+
+// The revision of the values source is on the Release page (the one the
+// drift loop last resolved, and the one the diff's render read) and on its
+// preview, beside the source's, escaped; nothing is said of a Release
+// without one.
+func TestValuesSource(t *testing.T) {
+	commit := strings.Repeat("b", 40)
+	chart := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r/web", Tag: "v1", Digest: "sha256:00"}
+	// The drift loop last resolved the values source to the same revision
+	// five minutes ago.
+	lastOf := func(r *subresourcesv1alpha1.ResolvedSource) *convoyv1alpha1.LastResolved {
+		if r == nil {
+			return nil
+		}
+		return &convoyv1alpha1.LastResolved{Kind: r.Kind, URL: r.URL, Tag: r.Tag, Ref: r.Ref, Commit: r.Commit, Digest: r.Digest, Time: metav1.NewTime(now.Add(-5 * time.Minute))}
+	}
+	for _, tc := range []struct {
+		name   string
+		values *subresourcesv1alpha1.ResolvedSource
+		// line and lastLine are how values reads in the diff and the
+		// preview, and as status.lastResolvedValuesSource.
+		line, lastLine string
+	}{
+		{name: "none"},
+		{name: "git",
+			values:   &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/values", Ref: "refs/heads/main", Commit: commit},
+			line:     "https://git.example/values refs/heads/main (commit " + commit + ")",
+			lastLine: "https://git.example/values refs/heads/main (commit " + commit + "), since 2026-12-04T11:55:00Z"},
+		{name: "OCI bundle, signed",
+			values: &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r/values", Tag: "prod", Digest: "sha256:11",
+				Verified: &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Subject: "ci@example.com", Issuer: "https://issuer.example", Layout: "referrer"}},
+			line:     "oci://r/values:prod (sha256:11), signed: cosign keyless by ci@example.com of issuer https://issuer.example (referrer)",
+			lastLine: "oci://r/values:prod (sha256:11), since 2026-12-04T11:55:00Z"},
+		{name: "hostile",
+			values: &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/values", Ref: hostile, Commit: commit,
+				Verified: &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "openpgp", Identity: hostile, Layout: "commit"}},
+			line:     "https://git.example/values &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&#39;&#34;&gt;&lt;img src=x&gt; (commit " + commit + "), signed: git openpgp by &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&#39;&#34;&gt;&lt;img src=x&gt; (commit)",
+			lastLine: "https://git.example/values &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&#39;&#34;&gt;&lt;img src=x&gt; (commit " + commit + "), since 2026-12-04T11:55:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := hostileFixture()
+			f.releases[0].Status.LastResolvedValuesSource = lastOf(tc.values)
+			f.diff.ResolvedSource, f.preview.ResolvedSource = chart, chart
+			f.diff.ResolvedValuesSource, f.preview.ResolvedValuesSource = tc.values, tc.values
+			_, get := serve(t, f, Options{Namespace: "shop"})
+
+			res, body := get("/namespaces/shop/releases/web")
+			require.Equal(t, 200, res.StatusCode, body)
+			res, preview := get("/namespaces/shop/releases/web/preview")
+			require.Equal(t, 200, res.StatusCode, preview)
+			if tc.line == "" {
+				assert.NotContains(t, body, "Last resolved values")
+				assert.Contains(t, body, "render <code>r-web (Fresh)</code> from oci://r/web:v1 (sha256:00)</p>")
+				assert.Contains(t, preview, "<dt>Resolved source</dt><dd>oci://r/web:v1 (sha256:00)</dd></dl>")
+				return
+			}
+			assert.Contains(t, body, `<dt>Last resolved values</dt><dd>`+tc.lastLine+` (<time datetime="2026-12-04T11:55:00Z"`)
+			assert.Contains(t, body, "render <code>r-web (Fresh)</code> from oci://r/web:v1 (sha256:00), values from "+tc.line+"</p>")
+			assert.Contains(t, preview, "<dt>Resolved source</dt><dd>oci://r/web:v1 (sha256:00)</dd><dt>Values source</dt><dd>"+tc.line+"</dd></dl>")
+			for _, page := range []string{body, preview} {
+				assert.NotContains(t, page, "<script")
+				assert.NotContains(t, page, "<img")
+			}
+		})
+	}
+}

@@ -153,8 +153,9 @@ const (
 	ansiCyan  = "\x1b[36m"
 )
 
-// printDiff writes the status of each object of d, then a unified diff of
-// the changed fields, coloured when colored.
+// printDiff writes the status of each object of d (after, for a render at a
+// revision, the revision of its source and of its values source), then a
+// unified diff of the changed fields, coloured when colored.
 func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool, now time.Time) error {
 	paint := func(color, s string) string {
 		if !colored {
@@ -170,6 +171,9 @@ func printDiff(w io.Writer, d *subresourcesv1alpha1.ReleaseDiff, colored bool, n
 	fmt.Fprintf(&b, ": %s\n", d.Result)
 	if d.RenderSource == subresourcesv1alpha1.RenderSourceRevision && d.ResolvedSource != nil {
 		fmt.Fprintf(&b, "Revision: %s\n", printers.EscapeTerminal(describe.Resolved(d.ResolvedSource)))
+	}
+	if d.RenderSource == subresourcesv1alpha1.RenderSourceRevision && d.ResolvedValuesSource != nil {
+		fmt.Fprintf(&b, "Values source: %s\n", printers.EscapeTerminal(describe.Resolved(d.ResolvedValuesSource)))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return err

@@ -222,8 +222,14 @@ func printOverview(w io.Writer, ov *overview, now time.Time) error {
 	if ov.diff != nil && ov.diff.ResolvedSource != nil {
 		field("Resolved source", describe.Resolved(ov.diff.ResolvedSource))
 	}
+	if ov.diff != nil && ov.diff.ResolvedValuesSource != nil {
+		field("Values source", describe.Resolved(ov.diff.ResolvedValuesSource))
+	}
 	if lr := r.Status.LastResolved; lr != nil {
 		field("Last resolved", describe.LastResolved(lr))
+	}
+	if lr := r.Status.LastResolvedValuesSource; lr != nil {
+		field("Last resolved values", describe.LastResolved(lr))
 	}
 	if h := r.Status.LastHandledRefreshAt; h != "" {
 		field("Last refresh", "requested at "+h+", handled")

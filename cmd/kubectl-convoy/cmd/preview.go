@@ -66,8 +66,9 @@ Needs get on releases/preview in subresources.convoy.kumodo.io.`,
 }
 
 // printPreviewStream writes the objects of p as a multi-document YAML
-// stream, after a comment that names the render and the source it was
-// resolved to (with the signature it was verified with).
+// stream, after a comment that names the render, the source it was
+// resolved to and the values source it read values files from (each with
+// the signature it was verified with).
 func printPreviewStream(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Release %s/%s: %d objects\n", p.Namespace, p.Name, len(p.Objects))
@@ -75,6 +76,9 @@ func printPreviewStream(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) err
 	fmt.Fprintf(&b, "# renderSource: %s\n", p.RenderSource)
 	if p.ResolvedSource != nil {
 		fmt.Fprintf(&b, "# resolvedSource: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedSource)))
+	}
+	if p.ResolvedValuesSource != nil {
+		fmt.Fprintf(&b, "# resolvedValuesSource: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedValuesSource)))
 	}
 	for i, obj := range p.Objects {
 		y, err := yaml.JSONToYAML(obj.Raw)
@@ -88,8 +92,9 @@ func printPreviewStream(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) err
 	return err
 }
 
-// printPreviewTable writes one row per object of p, then the render and the
-// source it was resolved to (with the signature it was verified with).
+// printPreviewTable writes one row per object of p, then the render, the
+// source it was resolved to and the values source it read values files from
+// (each with the signature it was verified with).
 func printPreviewTable(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) error {
 	if len(p.Objects) > 0 {
 		tw := printers.GetNewTabWriter(w)
@@ -110,7 +115,12 @@ func printPreviewTable(w io.Writer, p *subresourcesv1alpha1.ReleasePreview) erro
 		return err
 	}
 	if p.ResolvedSource != nil {
-		_, err := fmt.Fprintf(w, "Resolved source: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedSource)))
+		if _, err := fmt.Fprintf(w, "Resolved source: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedSource))); err != nil {
+			return err
+		}
+	}
+	if p.ResolvedValuesSource != nil {
+		_, err := fmt.Fprintf(w, "Values source: %s\n", printers.EscapeTerminal(describe.Resolved(p.ResolvedValuesSource)))
 		return err
 	}
 	return nil

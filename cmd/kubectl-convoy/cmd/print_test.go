@@ -508,3 +508,98 @@ requestedBy: alice
 	}
 	assert.ErrorContains(t, checkOutput("xml"), `unknown output format "xml": use one of table, wide, json, yaml, name`)
 }
+
+// The revision of the values source a render read values files from is
+// shown beside the chart's, the same way and escaped the same way, and
+// nothing is shown for a Release without one.
+func TestPrintValuesSource(t *testing.T) {
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	chart := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r/web", Tag: "v1", Digest: "sha256:00"}
+	created := metav1.NewTime(time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC))
+	since := metav1.NewTime(time.Date(2026, 12, 6, 10, 5, 0, 0, time.UTC))
+	for _, tc := range []struct {
+		name   string
+		values *subresourcesv1alpha1.ResolvedSource
+		last   *convoyv1alpha1.LastResolved
+		// line is how values and last read, "" for no line.
+		line, lastLine string
+	}{
+		{name: "none"},
+		{name: "git",
+			values:   &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/values", Ref: "refs/heads/main", Commit: commit},
+			last:     &convoyv1alpha1.LastResolved{Kind: "GitRepository", URL: "https://git.example/values", Ref: "refs/heads/main", Commit: commit, Time: since},
+			line:     "https://git.example/values refs/heads/main (commit " + commit + ")",
+			lastLine: "https://git.example/values refs/heads/main (commit " + commit + "), since 2026-12-06T10:05:00Z"},
+		{name: "OCI bundle, signed",
+			values: &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r/values", Tag: "prod", Digest: "sha256:11",
+				Verified: &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "cosign.pub", Fingerprint: "sha256:ab", Layout: "referrer"}},
+			last:     &convoyv1alpha1.LastResolved{Kind: "OCIRepository", URL: "oci://r/values", Tag: "prod", Digest: "sha256:11", Time: since},
+			line:     "oci://r/values:prod (sha256:11), signed: cosign key cosign.pub (sha256:ab, referrer)",
+			lastLine: "oci://r/values:prod (sha256:11), since 2026-12-06T10:05:00Z"},
+		{name: "git, signed by a user id that moves the cursor",
+			values: &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/values", Commit: commit,
+				Verified: &subresourcesv1alpha1.SourceSignature{Provider: "git", Format: "openpgp", Key: "values.asc", Identity: "Eve \x1b[2J", Layout: "commit"}},
+			last:     &convoyv1alpha1.LastResolved{Kind: "GitRepository", URL: "https://git.example/values\x1b[2J", Commit: commit, Time: since},
+			line:     "https://git.example/values (commit " + commit + "), signed: git openpgp key values.asc by Eve ^[[2J (commit)",
+			lastLine: "https://git.example/values^[[2J (commit " + commit + "), since 2026-12-06T10:05:00Z"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			meta := metav1.ObjectMeta{Namespace: "shop", Name: "web", CreationTimestamp: created}
+			p := &subresourcesv1alpha1.ReleasePreview{ObjectMeta: meta, RenderRef: "0123456789abcdef", RenderSource: subresourcesv1alpha1.RenderSourceFresh,
+				ResolvedSource: chart, ResolvedValuesSource: tc.values}
+			valuesLine := func(prefix string) string {
+				if tc.line == "" {
+					return ""
+				}
+				return prefix + tc.line + "\n"
+			}
+
+			var out bytes.Buffer
+			require.NoError(t, printPreviewTable(&out, p))
+			assert.Equal(t, "Release shop/web: render 0123456789abcdef (Fresh), 0 objects\nResolved source: oci://r/web:v1 (sha256:00)\n"+
+				valuesLine("Values source: "), out.String())
+
+			out.Reset()
+			require.NoError(t, printPreviewStream(&out, p))
+			assert.Equal(t, "# Release shop/web: 0 objects\n# renderRef: 0123456789abcdef\n# renderSource: Fresh\n# resolvedSource: oci://r/web:v1 (sha256:00)\n"+
+				valuesLine("# resolvedValuesSource: "), out.String())
+
+			out.Reset()
+			d := &subresourcesv1alpha1.ReleaseDiff{ObjectMeta: meta, RenderRef: "2222222222222222", RenderSource: subresourcesv1alpha1.RenderSourceRevision,
+				Result: subresourcesv1alpha1.DiffInSync, ResolvedSource: chart, ResolvedValuesSource: tc.values}
+			require.NoError(t, printDiff(&out, d, false, created.Time))
+			assert.Equal(t, "Release shop/web, render 2222222222222222 (Revision): InSync\nRevision: oci://r/web:v1 (sha256:00)\n"+
+				valuesLine("Values source: "), out.String())
+
+			out.Reset()
+			r := &convoyv1alpha1.Release{ObjectMeta: meta, Status: convoyv1alpha1.ReleaseStatus{
+				LastResolved:             &convoyv1alpha1.LastResolved{Kind: "OCIRepository", URL: "oci://r/web", Tag: "v1", Digest: "sha256:00", Time: since},
+				LastResolvedValuesSource: tc.last,
+			}}
+			d.RenderSource = subresourcesv1alpha1.RenderSourceFresh
+			require.NoError(t, printOverview(&out, &overview{release: r, diff: d}, created.Time))
+			head, _, _ := strings.Cut(out.String(), "\n\n")
+			if tc.line == "" {
+				// The labels keep their width (TestPrintPreviewSignedSource).
+				assert.NotContains(t, head, "Values source")
+				assert.NotContains(t, head, "Last resolved values")
+				assert.Contains(t, head, "\nResolved source:   oci://r/web:v1 (sha256:00)\nLast resolved:     ")
+				return
+			}
+			want := `
+Name:                   web
+Namespace:              shop
+Source:                 -
+Target:                 the local cluster
+Service account:        (the default)
+Sync policy:            manual
+Resolved source:        oci://r/web:v1 (sha256:00)
+Values source:          ` + tc.line + `
+Last resolved:          oci://r/web:v1 (sha256:00), since 2026-12-06T10:05:00Z
+Last resolved values:   ` + tc.lastLine + `
+Desired render:         2222222222222222 (Fresh)
+Age:                    0s`
+			assert.Equal(t, strings.TrimPrefix(want, "\n"), head)
+		})
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
@@ -100,14 +102,26 @@ func (o *Options) waitRefreshed(cmd *cobra.Command, name string, requestedAt, an
 	default:
 		return exitWaitError, fmt.Errorf("release %s/%s: %w", namespace, name, err)
 	}
-	fmt.Fprintf(o.Streams.Out, "handled: %s\n", last.Status.LastHandledRefreshAt)
-	if r := last.Status.LastResolved; r != nil {
-		fmt.Fprintf(o.Streams.Out, "resolved: %s\n", describe.LastResolved(r))
+	return exitReached, printRefreshed(o.Streams.Out, last)
+}
+
+// printRefreshed writes what the pass that handled a refresh of r resolved
+// its source and values source to, and its InSync condition, terminal
+// control characters escaped.
+func printRefreshed(w io.Writer, r *convoyv1alpha1.Release) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "handled: %s\n", r.Status.LastHandledRefreshAt)
+	if lr := r.Status.LastResolved; lr != nil {
+		fmt.Fprintf(&b, "resolved: %s\n", describe.LastResolved(lr))
 	}
-	if c := findCondition(last.Status.Conditions, convoyv1alpha1.ConditionInSync); c != nil {
-		fmt.Fprintf(o.Streams.Out, "InSync: %s (%s): %s\n", c.Status, c.Reason, c.Message)
+	if lr := r.Status.LastResolvedValuesSource; lr != nil {
+		fmt.Fprintf(&b, "values resolved: %s\n", describe.LastResolved(lr))
 	}
-	return exitReached, nil
+	if c := findCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync); c != nil {
+		fmt.Fprintf(&b, "InSync: %s (%s): %s\n", c.Status, c.Reason, c.Message)
+	}
+	_, err := io.WriteString(w, printers.EscapeTerminal(b.String()))
+	return err
 }
 
 // refreshHandled says whether handled, status.lastHandledRefreshAt, shows
