@@ -300,31 +300,9 @@ func run() error {
 // which verifies that signature and acts as the example's ServiceAccount.
 // It returns the chart's reference and demo/web.
 func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, registry *ociregistry.Server, chartDir string) (string, *convoyv1alpha1.Release, error) {
-	chrt, err := loader.LoadDir(chartDir)
-	if err != nil {
-		return "", nil, fmt.Errorf("loading the example chart: %w", err)
-	}
-	tmp, err := os.MkdirTemp("", "local-up-chart")
+	repo, tag, digest, err := pushChart(ctx, registry, chartDir)
 	if err != nil {
 		return "", nil, err
-	}
-	defer os.RemoveAll(tmp)
-	packaged, err := chartutil.Save(chrt, tmp)
-	if err != nil {
-		return "", nil, fmt.Errorf("packaging the example chart: %w", err)
-	}
-	tgz, err := os.ReadFile(packaged)
-	if err != nil {
-		return "", nil, err
-	}
-	meta, err := json.Marshal(chrt.Metadata)
-	if err != nil {
-		return "", nil, err
-	}
-	repo, tag := "charts/"+chrt.Metadata.Name, chrt.Metadata.Version
-	digest, err := registry.PushChart(ctx, repo, tag, tgz, meta)
-	if err != nil {
-		return "", nil, fmt.Errorf("pushing the example chart: %w", err)
 	}
 	// Signed as cosign v3 signs (a Sigstore bundle attached as an OCI
 	// referrer), with a key made for this run: no private key is kept.
@@ -374,6 +352,38 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 	pushed := registry.URL(repo) + ":" + tag
 	fmt.Fprintf(os.Stderr, "local-up: pushed and signed %s and created the Releases demo/web and demo/web-keyless\n", pushed)
 	return pushed, release, nil
+}
+
+// pushChart packages the chart of chartDir as helm package does and pushes
+// it to registry as helm push does, as charts/NAME:VERSION. It returns the
+// repository, the tag and the digest pushed.
+func pushChart(ctx context.Context, registry *ociregistry.Server, chartDir string) (repo, tag, digest string, err error) {
+	chrt, err := loader.LoadDir(chartDir)
+	if err != nil {
+		return "", "", "", fmt.Errorf("loading the example chart: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "local-up-chart")
+	if err != nil {
+		return "", "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	packaged, err := chartutil.Save(chrt, tmp)
+	if err != nil {
+		return "", "", "", fmt.Errorf("packaging the example chart: %w", err)
+	}
+	tgz, err := os.ReadFile(packaged)
+	if err != nil {
+		return "", "", "", err
+	}
+	meta, err := json.Marshal(chrt.Metadata)
+	if err != nil {
+		return "", "", "", err
+	}
+	repo, tag = "charts/"+chrt.Metadata.Name, chrt.Metadata.Version
+	if digest, err = registry.PushChart(ctx, repo, tag, tgz, meta); err != nil {
+		return "", "", "", fmt.Errorf("pushing the example chart: %w", err)
+	}
+	return repo, tag, digest, nil
 }
 
 // The identity of make run's keyless signature: a release workflow of

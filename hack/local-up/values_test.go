@@ -1,20 +1,24 @@
 package main
 
 import (
-	"path"
+	"context"
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"helm.sh/helm/v4/pkg/chart/common"
-	commonutil "helm.sh/helm/v4/pkg/chart/common/util"
-	"helm.sh/helm/v4/pkg/chart/v2/loader"
-	"helm.sh/helm/v4/pkg/engine"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/internal/gitserver"
+	"github.com/kumodo/convoy-apiserver/internal/ociregistry"
+	"github.com/kumodo/convoy-apiserver/pkg/egress"
+	"github.com/kumodo/convoy-apiserver/pkg/render"
+	"github.com/kumodo/convoy-apiserver/pkg/source"
 )
 
 // The Git example's commit gains the team's values file and nothing else;
@@ -57,47 +61,62 @@ func TestTeamValuesRelease(t *testing.T) {
 	assert.NotNil(t, web.Spec.Content.Values)
 }
 
-// The example chart rendered as demo/web-team-values with the team's
-// values file (read where the values source's path and the entry's path
-// put it): objects named after the Release, none of another example's of
-// demo, with the file's replicas and message over the chart's values.yaml.
-func TestTeamValuesRender(t *testing.T) {
-	chrt, err := loader.LoadDir("../../artifacts/charts/web")
+// demo/web-team-values renders with convoy's engine as make run's stand-in
+// renders it: the chart pushed to a registry as make run pushes it, the
+// values from a commit of the Git example's tree served by git
+// http-backend; the render names both revisions, its objects are named
+// after the Release (none of another example's of demo) and hold the
+// file's replicas and message over the chart's values.yaml. The chart's
+// signature is left out (the e2e suite covers verification).
+func TestTeamValuesReleaseRenders(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	ctx := context.Background()
+	registry, err := ociregistry.Start(ociregistry.Options{})
 	require.NoError(t, err)
-	tree := withTeamValues(gitserver.Tree{})
-	data, ok := tree.Files[path.Join(teamValuesDir, teamValuesFile)]
-	require.True(t, ok)
-	var vals map[string]any
-	require.NoError(t, yaml.Unmarshal([]byte(data), &vals))
-	top, err := commonutil.ToRenderValues(chrt, vals, common.ReleaseOptions{Name: teamValuesName, Namespace: "demo", IsInstall: true}, nil)
-	require.NoError(t, err)
-	files, err := engine.Render(chrt, top)
+	t.Cleanup(registry.Close)
+	repo, tag, digest, err := pushChart(ctx, registry, "../../artifacts/charts/web")
 	require.NoError(t, err)
 
+	gitRepo, server, err := gitserver.StartRepo(gitserver.Options{Root: t.TempDir()}, "podinfo.git")
+	require.NoError(t, err)
+	t.Cleanup(server.Close)
+	commit, err := gitRepo.Commit("main", withTeamValues(gitserver.Tree{Files: map[string]string{"README.md": "the Git example\n"}}), "the Git example")
+	require.NoError(t, err)
+
+	web := &convoyv1alpha1.Release{Spec: convoyv1alpha1.ReleaseSpec{ServiceAccountName: "podinfo-deployer",
+		Source: convoyv1alpha1.ReleaseSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: registry.URL(repo), Tag: tag}}}}
+	release := teamValuesRelease(web, server.RepoURL("podinfo.git"))
+
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Service"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
+	engine := render.NewEngine(source.NewFetcher(source.Options{Policy: egress.AddressPolicy{AllowLoopback: true}, CacheBytes: -1}), nil, render.Limits{})
+	out, err := engine.Renderer(source.ClientInputs{Client: fake.NewClientset()}, render.MapperScoper{Mapper: mapper}).Render(ctx, release)
+	require.NoError(t, err)
+
+	require.NotNil(t, out.Resolved)
+	assert.Equal(t, digest, out.Resolved.Digest, "the chart by the digest pushed")
+	require.NotNil(t, out.ValuesResolved, "the values source's revision")
+	assert.Equal(t, commit, out.ValuesResolved.Commit)
+	assert.Equal(t, "refs/heads/main", out.ValuesResolved.Ref)
 	others := []string{"podinfo", "web", "web-keyless", "web-git", "prod-podinfo", "signed-prod-podinfo"}
-	var deployment struct {
-		Metadata struct{ Name string }
-		Spec     struct {
-			Replicas int
-			Template struct {
-				Spec struct {
-					Containers []struct {
-						Env []struct{ Name, Value string }
-					}
-				}
-			}
+	var deployment *unstructured.Unstructured
+	for _, obj := range out.Objects {
+		assert.Equal(t, teamValuesName, obj.GetName(), obj.GetKind())
+		assert.NotContains(t, others, obj.GetName())
+		if obj.GetKind() == "Deployment" {
+			deployment = obj
 		}
 	}
-	for name, manifest := range files {
-		var obj struct{ Metadata struct{ Name string } }
-		require.NoError(t, yaml.Unmarshal([]byte(manifest), &obj), name)
-		assert.Equal(t, teamValuesName, obj.Metadata.Name, name)
-		assert.NotContains(t, others, obj.Metadata.Name, name)
-		if path.Base(name) == "deployment.yaml" {
-			require.NoError(t, yaml.Unmarshal([]byte(manifest), &deployment))
-		}
-	}
-	assert.Equal(t, 1, deployment.Spec.Replicas, "the team's replicas over the chart's 2 (and not values-prod.yaml's 3)")
-	require.Len(t, deployment.Spec.Template.Spec.Containers, 1)
-	assert.Contains(t, deployment.Spec.Template.Spec.Containers[0].Env, struct{ Name, Value string }{"PODINFO_UI_MESSAGE", "hello from envs/prod/values.yaml, a team's values in Git"})
+	assert.Len(t, out.Objects, 2)
+	require.NotNil(t, deployment)
+	replicas, _, err := unstructured.NestedInt64(deployment.Object, "spec", "replicas")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), replicas, "the team's replicas over the chart's 2 (and not values-prod.yaml's 3)")
+	containers, _, err := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	require.NoError(t, err)
+	require.Len(t, containers, 1)
+	assert.Contains(t, containers[0].(map[string]any)["env"], map[string]any{"name": "PODINFO_UI_MESSAGE", "value": "hello from envs/prod/values.yaml, a team's values in Git"})
 }
