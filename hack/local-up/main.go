@@ -155,6 +155,9 @@ func run() error {
 			for name, data := range chartTree.Files {
 				gitTree.Files[path.Join(gitChartDir, name)] = data
 			}
+			// The values of demo/web-team-values, which takes the chart
+			// from the OCI registry.
+			gitTree = withTeamValues(gitTree)
 		}
 		if err := os.MkdirAll(filepath.Join(absDir, "git"), 0o755); err != nil {
 			return err
@@ -211,15 +214,16 @@ func run() error {
 		}
 	}
 	var ociExample string
+	var web *convoyv1alpha1.Release
 	if registry != nil {
-		if ociExample, err = releaseFromRegistry(ctx, cp, registry, *chartDir); err != nil {
+		if ociExample, web, err = releaseFromRegistry(ctx, cp, registry, *chartDir); err != nil {
 			return err
 		}
 	}
 
 	var gitExample string
 	if gitServer != nil {
-		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir, gitTree, *chartDir != ""); err != nil {
+		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir, gitTree, web); err != nil {
 			return err
 		}
 	}
@@ -257,6 +261,8 @@ func run() error {
 		if *chartDir != "" {
 			fmt.Printf("and the example chart at %s, which the Release demo/web-git takes with its values-prod.yaml:\n", gitChartDir)
 			fmt.Println("kubectl convoy release get web-git -n demo")
+			fmt.Printf("and %s/%s, which demo/web-team-values reads as its values source (spec.valuesSource) over the chart from the OCI registry:\n", teamValuesDir, teamValuesFile)
+			fmt.Println("kubectl convoy release get web-team-values -n demo")
 		}
 		fmt.Println("and demo/podinfo-git-signed its branch signed, once the commit's SSH signature verifies (spec.source.git.verify):")
 		fmt.Println("kubectl convoy release get podinfo-git-signed -n demo")
@@ -292,58 +298,36 @@ func run() error {
 // referrer, as cosign v3 does), keeps the public key in the Secret
 // demo/web-signing-keys, and creates the Release demo/web of that tag,
 // which verifies that signature and acts as the example's ServiceAccount.
-// It returns the chart's reference.
-func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, registry *ociregistry.Server, chartDir string) (string, error) {
-	chrt, err := loader.LoadDir(chartDir)
+// It returns the chart's reference and demo/web.
+func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, registry *ociregistry.Server, chartDir string) (string, *convoyv1alpha1.Release, error) {
+	repo, tag, digest, err := pushChart(ctx, registry, chartDir)
 	if err != nil {
-		return "", fmt.Errorf("loading the example chart: %w", err)
-	}
-	tmp, err := os.MkdirTemp("", "local-up-chart")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	packaged, err := chartutil.Save(chrt, tmp)
-	if err != nil {
-		return "", fmt.Errorf("packaging the example chart: %w", err)
-	}
-	tgz, err := os.ReadFile(packaged)
-	if err != nil {
-		return "", err
-	}
-	meta, err := json.Marshal(chrt.Metadata)
-	if err != nil {
-		return "", err
-	}
-	repo, tag := "charts/"+chrt.Metadata.Name, chrt.Metadata.Version
-	digest, err := registry.PushChart(ctx, repo, tag, tgz, meta)
-	if err != nil {
-		return "", fmt.Errorf("pushing the example chart: %w", err)
+		return "", nil, err
 	}
 	// Signed as cosign v3 signs (a Sigstore bundle attached as an OCI
 	// referrer), with a key made for this run: no private key is kept.
 	signer, pub, err := cosigner.GenerateKey()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	signed, err := registry.Digest(repo, digest)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := cosigner.SignReferrer(ctx, signed, signer, registry.ClientOptions(ctx)...); err != nil {
-		return "", fmt.Errorf("signing the example chart: %w", err)
+		return "", nil, fmt.Errorf("signing the example chart: %w", err)
 	}
 	kube, err := kubernetes.NewForConfig(cp.AdminConfig())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web-signing-keys"}, Data: map[string][]byte{"local-up.pub": pub}}
 	if _, err := kube.CoreV1().Secrets("demo").Create(ctx, keys, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating the Secret demo/web-signing-keys: %w", err)
+		return "", nil, fmt.Errorf("creating the Secret demo/web-signing-keys: %w", err)
 	}
 	convoy, err := convoyclient.NewForConfig(cp.AdminConfig())
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	release := &convoyv1alpha1.Release{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "web"},
@@ -360,14 +344,46 @@ func releaseFromRegistry(ctx context.Context, cp *controlplane.ControlPlane, reg
 		},
 	}
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating the Release demo/web: %w", err)
+		return "", nil, fmt.Errorf("creating the Release demo/web: %w", err)
 	}
 	if err := keylessRelease(ctx, kube, convoy, registry, release, signed); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	pushed := registry.URL(repo) + ":" + tag
 	fmt.Fprintf(os.Stderr, "local-up: pushed and signed %s and created the Releases demo/web and demo/web-keyless\n", pushed)
-	return pushed, nil
+	return pushed, release, nil
+}
+
+// pushChart packages the chart of chartDir as helm package does and pushes
+// it to registry as helm push does, as charts/NAME:VERSION. It returns the
+// repository, the tag and the digest pushed.
+func pushChart(ctx context.Context, registry *ociregistry.Server, chartDir string) (repo, tag, digest string, err error) {
+	chrt, err := loader.LoadDir(chartDir)
+	if err != nil {
+		return "", "", "", fmt.Errorf("loading the example chart: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "local-up-chart")
+	if err != nil {
+		return "", "", "", err
+	}
+	defer os.RemoveAll(tmp)
+	packaged, err := chartutil.Save(chrt, tmp)
+	if err != nil {
+		return "", "", "", fmt.Errorf("packaging the example chart: %w", err)
+	}
+	tgz, err := os.ReadFile(packaged)
+	if err != nil {
+		return "", "", "", err
+	}
+	meta, err := json.Marshal(chrt.Metadata)
+	if err != nil {
+		return "", "", "", err
+	}
+	repo, tag = "charts/"+chrt.Metadata.Name, chrt.Metadata.Version
+	if digest, err = registry.PushChart(ctx, repo, tag, tgz, meta); err != nil {
+		return "", "", "", fmt.Errorf("pushing the example chart: %w", err)
+	}
+	return repo, tag, digest, nil
 }
 
 // The identity of make run's keyless signature: a release workflow of
@@ -417,14 +433,17 @@ func keylessRelease(ctx context.Context, kube kubernetes.Interface, convoy convo
 const gitChartDir = "charts/web"
 
 // releaseFromGit commits tree, the files of dir (and of the example chart
-// under gitChartDir, withChart), to the repository podinfo.git under root
-// (branch main), which server serves, and creates the Release
-// demo/podinfo-git of its overlays/prod and, withChart, the Release
-// demo/web-git of the chart with its values-prod.yaml; both act as the
-// example's ServiceAccount. The branch signed, signed with an SSH key, is
-// released as demo/podinfo-git-signed (signedGitRelease). It returns the
-// repository's URL.
-func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree, withChart bool) (string, error) {
+// under gitChartDir and the team's values under teamValuesDir, when web,
+// the Release of the OCI registry's chart, is not nil), to the repository
+// podinfo.git under root (branch main), which server serves, and creates
+// the Release demo/podinfo-git of its overlays/prod and, with web, the
+// Release demo/web-git of the chart with its values-prod.yaml and
+// demo/web-team-values, web's chart with the team's values from this
+// repository (teamValuesRelease); all act as the example's ServiceAccount.
+// The branch signed, signed with an SSH key, is released as
+// demo/podinfo-git-signed (signedGitRelease). It returns the repository's
+// URL.
+func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *gitserver.Server, root, dir string, tree gitserver.Tree, web *convoyv1alpha1.Release) (string, error) {
 	repo, err := gitserver.InitBare(root, "podinfo.git")
 	if err != nil {
 		return "", fmt.Errorf("creating the Git repository: %w", err)
@@ -458,13 +477,16 @@ func releaseFromGit(ctx context.Context, cp *controlplane.ControlPlane, server *
 	if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, release, metav1.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("creating the Release demo/podinfo-git: %w", err)
 	}
-	if withChart {
-		web := release.DeepCopy()
-		web.Name = "web-git"
-		web.Spec.Source.Git.Path = gitChartDir
-		web.Spec.Content = &convoyv1alpha1.ReleaseContent{ValuesFiles: []convoyv1alpha1.ValuesFile{{Path: "values-prod.yaml"}}}
-		if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, web, metav1.CreateOptions{}); err != nil {
+	if web != nil {
+		webGit := release.DeepCopy()
+		webGit.Name = "web-git"
+		webGit.Spec.Source.Git.Path = gitChartDir
+		webGit.Spec.Content = &convoyv1alpha1.ReleaseContent{ValuesFiles: []convoyv1alpha1.ValuesFile{{Path: "values-prod.yaml"}}}
+		if _, err := convoy.ConvoyV1alpha1().Releases("demo").Create(ctx, webGit, metav1.CreateOptions{}); err != nil {
 			return "", fmt.Errorf("creating the Release demo/web-git: %w", err)
+		}
+		if err := createTeamValuesRelease(ctx, convoy, web, url); err != nil {
+			return "", err
 		}
 	}
 	fmt.Fprintf(os.Stderr, "local-up: committed %s to %s and created the Release demo/podinfo-git\n", dir, url)
