@@ -272,8 +272,9 @@ func ociExample(t *testing.T, kubeconfig string) {
 // kustomize overlay is in the local Git repository (git http-backend):
 // applied by the stand-in, InSync and Healthy, its /diff names the branch
 // and the commit it resolved to; demo/web-git, the example chart's
-// directory in the same repository with its values file; and
-// demo/podinfo-git-signed, its branch signed, verified.
+// directory in the same repository with its values file;
+// demo/podinfo-git-signed, its branch signed, verified; and
+// demo/web-team-values, a registry chart with its values from the repository.
 func gitExample(t *testing.T, kubeconfig string) {
 	t.Helper()
 	d := exampleGoesRound(t, kubeconfig, "podinfo-git")
@@ -293,6 +294,18 @@ func gitExample(t *testing.T, kubeconfig string) {
 	dep, err := kube.AppsV1().Deployments("demo").Get(context.Background(), "web-git", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(3), *dep.Spec.Replicas, "values-prod.yaml over the chart's values.yaml")
+
+	// demo/web's chart from the registry, its values from the Git
+	// repository's envs/prod/values.yaml (replicas: 1 over the chart's 2).
+	d = exampleGoesRound(t, kubeconfig, "web-team-values")
+	assert.Equal(t, "1.0.0", d.ResolvedSource.Tag)
+	require.NotNil(t, d.ResolvedValuesSource, "the values source's revision")
+	assert.Equal(t, source.KindGitRepository, d.ResolvedValuesSource.Kind)
+	assert.Equal(t, "refs/heads/main", d.ResolvedValuesSource.Ref)
+	assert.Regexp(t, `^[0-9a-f]{40}$`, d.ResolvedValuesSource.Commit)
+	teamDep, err := kube.AppsV1().Deployments("demo").Get(context.Background(), "web-team-values", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), *teamDep.Spec.Replicas, "envs/prod/values.yaml over the chart's values.yaml")
 
 	// The branch signed, its tip signed with the SSH key make run made,
 	// verified by the allowed_signers line of demo/git-signers.
