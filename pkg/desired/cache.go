@@ -232,6 +232,10 @@ func sourceInputs(src convoyv1alpha1.ReleaseSource) ([]input, bool) {
 		}
 	case src.HelmRepository != nil:
 		secretRefs(src.HelmRepository.SecretRef, src.HelmRepository.CertSecretRef)
+		if v := src.HelmRepository.Verify; v != nil {
+			// A key removed from the Secret renders again, verified again.
+			secretRefs(&v.SecretRef)
+		}
 	case src.Git != nil:
 		secretRefs(src.Git.SecretRef, src.Git.CertSecretRef)
 		if v := src.Git.Verify; v != nil {

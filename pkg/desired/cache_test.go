@@ -250,28 +250,42 @@ func TestRenderCacheKeysOfRegistrySources(t *testing.T) {
 	assert.Equal(t, 2, plain.n, "a renderer that cannot resolve sources is never cached for them")
 }
 
-// A Git source's verify Secret is an input of its renders, as an OCI
-// source's is: a key removed renders again, verified again.
-func TestRenderCacheKeysOfGitVerify(t *testing.T) {
-	meta, clk, access := homeAccess(t, inputMeta("Secret", "keys", "1"))
-	cache := NewRenderCache(1000, time.Hour, clk)
-	next := &resolvingRenderer{digest: "git:0123456789abcdef0123456789abcdef01234567"}
-	release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
-		Spec: convoyv1alpha1.ReleaseSpec{Source: convoyv1alpha1.ReleaseSource{Git: &convoyv1alpha1.GitRepositorySource{
+// A Git or Helm repository source's verify Secret is an input of its
+// renders, as an OCI source's is: a key removed renders again, verified
+// again.
+func TestRenderCacheKeysOfGitAndHelmVerify(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		digest string
+		source convoyv1alpha1.ReleaseSource
+	}{
+		{"git", "git:0123456789abcdef0123456789abcdef01234567", convoyv1alpha1.ReleaseSource{Git: &convoyv1alpha1.GitRepositorySource{
 			URL: "https://git.example/apps.git", Ref: convoyv1alpha1.GitReference{Branch: "main"},
-			Verify: &convoyv1alpha1.GitVerification{SecretRef: convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}}}
-	for range 2 {
-		clk.Step(time.Millisecond)
-		_, err := cache.Renderer(next, access).Render(context.Background(), release)
-		require.NoError(t, err)
+			Verify: &convoyv1alpha1.GitVerification{SecretRef: convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}},
+		{"helm", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", convoyv1alpha1.ReleaseSource{HelmRepository: &convoyv1alpha1.HelmRepositorySource{
+			URL: "https://charts.example", Chart: "web",
+			Verify: &convoyv1alpha1.HelmVerification{Provider: "helm", SecretRef: convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			meta, clk, access := homeAccess(t, inputMeta("Secret", "keys", "1"))
+			cache := NewRenderCache(1000, time.Hour, clk)
+			next := &resolvingRenderer{digest: tc.digest}
+			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "u1", Generation: 1},
+				Spec: convoyv1alpha1.ReleaseSpec{Source: tc.source}}
+			for range 2 {
+				clk.Step(time.Millisecond)
+				_, err := cache.Renderer(next, access).Render(context.Background(), release)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 1, next.n, "nothing changed")
+			_, err := meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta("Secret", "keys", "2"), metav1.UpdateOptions{})
+			require.NoError(t, err)
+			clk.Step(time.Millisecond)
+			_, err = cache.Renderer(next, access).Render(context.Background(), release)
+			require.NoError(t, err)
+			assert.Equal(t, 2, next.n, "the keys to verify with changed: verified again")
+		})
 	}
-	assert.Equal(t, 1, next.n, "nothing changed")
-	_, err := meta.Resource(secretsResource).Namespace("shop").(metadatafake.MetadataClient).UpdateFake(inputMeta("Secret", "keys", "2"), metav1.UpdateOptions{})
-	require.NoError(t, err)
-	clk.Step(time.Millisecond)
-	_, err = cache.Renderer(next, access).Render(context.Background(), release)
-	require.NoError(t, err)
-	assert.Equal(t, 2, next.n, "the keys to verify with changed: verified again")
 }
 
 func TestRenderCacheBounds(t *testing.T) {
