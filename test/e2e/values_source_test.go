@@ -62,7 +62,8 @@ func webSettings(t *testing.T, ns string) map[string]string {
 // A chart from an OCI registry and one from a Helm repository, each with
 // its values from a team's Git repository: rendered with them, InSync once
 // applied; the values branch moves alone: Drifted, naming the new values
-// commit, then InSync after a sync.
+// commit, then InSync after a sync; a refresh resolves the values source
+// again at once.
 func TestValuesFromASecondSource(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -104,11 +105,29 @@ func TestValuesFromASecondSource(t *testing.T) {
 		standIn.apply(ns, "web")
 		waitInSync(t, ns, "web", metav1.ConditionTrue, "InSync")
 		assert.Equal(t, "blue", webSettings(t, ns)["color"])
-		require.Eventually(t, func() bool {
+		eventually(t, "status.lastResolvedValuesSource names the values commit", func(ctx context.Context) error {
 			r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Get(ctx, "web", metav1.GetOptions{})
-			return err == nil && r.Status.LastResolvedValuesSource != nil && r.Status.LastResolvedValuesSource.Commit == moved
-		}, time.Minute, 200*time.Millisecond, "status.lastResolvedValuesSource names the values commit")
+			if err != nil {
+				return err
+			}
+			if lr := r.Status.LastResolvedValuesSource; lr == nil || lr.Commit != moved {
+				return fmt.Errorf("lastResolvedValuesSource %+v", lr)
+			}
+			return nil
+		})
 	}
+
+	// A Release checked every 10 minutes: a refresh resolves its values
+	// source again now.
+	refreshNS := newNamespace(t)
+	newSourceRelease(t, refreshNS, "web", ociSource(reg.URL("charts/web"), "stable", ""), withGitValues(values.url, "", "prod/values.yaml"), every(10*time.Minute))
+	standIn.apply(refreshNS, "web")
+	waitInSync(t, refreshNS, "web", metav1.ConditionTrue, "InSync")
+	again := values.commit(t, "main", teamValues("red"))
+	r := waitRefreshed(t, refreshNS, "web", refresh(t, "", refreshNS, "web"))
+	require.NotNil(t, r.Status.LastResolvedValuesSource)
+	assert.Equal(t, again, r.Status.LastResolvedValuesSource.Commit, "the refresh resolved the values source")
+	waitInSync(t, refreshNS, "web", metav1.ConditionFalse, "Drifted")
 }
 
 // A private values repository: with its Secret, read as the Release; without
