@@ -74,17 +74,18 @@ func kindOf(raw string) sourceurl.Kind {
 		}
 		return sourceurl.Git
 	}
+	if v6, ok := strings.CutPrefix(raw, "["); ok {
+		// [v6]/path and [v6]:port/path are a host, [v6]:path is scp-like.
+		_, after, _ := strings.Cut(v6, "]")
+		if strings.HasPrefix(after, "/") || strings.HasPrefix(after, ":") && isPort(after[1:]) {
+			return sourceurl.OCI
+		}
+		return sourceurl.Git
+	}
 	colon := strings.IndexByte(raw, ':')
 	slash := strings.IndexByte(raw, '/')
 	if colon < 0 || (slash >= 0 && slash < colon) {
 		return sourceurl.OCI // host/path: no colon before the path
-	}
-	if strings.HasPrefix(raw, "[") {
-		// [v6]:path is scp-like, [v6]:port/path a host and port.
-		if end := strings.Index(raw, "]:"); end >= 0 && isPort(raw[end+2:]) {
-			return sourceurl.OCI
-		}
-		return sourceurl.Git
 	}
 	if !strings.Contains(raw[:colon], "@") && isPort(raw[colon+1:]) {
 		return sourceurl.OCI
