@@ -20,7 +20,9 @@ type Type string
 const (
 	// GitHub: X-Hub-Signature-256: sha256=HEX, HMAC-SHA256 of the body.
 	GitHub Type = "github"
-	// GitLab: X-Gitlab-Token, the secret token itself.
+	// GitLab: X-Gitlab-Token, the secret token itself. A token, unlike an
+	// HMAC, does not sign the body: whoever reads one delivery (no TLS, a
+	// log of headers) can send any body with it.
 	GitLab Type = "gitlab"
 	// Gitea: X-Gitea-Signature: HEX, HMAC-SHA256 of the body.
 	Gitea Type = "gitea"
@@ -32,7 +34,8 @@ const (
 	// Generic: X-Signature-256: sha256=HEX, HMAC-SHA256 of the body, and a
 	// body of GenericPayload's shape, for a CI job or a script.
 	Generic Type = "generic"
-	// Harbor: Authorization, the secret itself (Harbor's "Auth Header").
+	// Harbor: Authorization, the secret itself (Harbor's "Auth Header"),
+	// a token as GitLab's is: it does not sign the body.
 	Harbor Type = "harbor"
 )
 
