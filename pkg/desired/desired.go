@@ -26,10 +26,13 @@ type Renderer interface {
 }
 
 // Verifier verifies that a revision of a Release's source, which a stored
-// render names, verifies now under the Release's policy; nil, nil when the
-// Release asks for no signature (*render.Renderer).
+// render names, verifies now under the Release's policy (VerifyRevision),
+// and that the revision of its values source it names verifies under the
+// values source's verify (VerifyValuesRevision); each gives nil, nil when
+// what it verifies asks for no signature (*render.Renderer).
 type Verifier interface {
 	VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error)
+	VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error)
 }
 
 // Store reads stored renders; a render that is not stored gives an error
@@ -138,22 +141,38 @@ var sourceWords = map[subresourcesv1alpha1.RenderSource]string{
 	subresourcesv1alpha1.RenderSourceStored:      "stored",
 }
 
-// verify checks stored, the render source names, with the Verifier, and
-// records the signature it was verified with. A refusal names the render.
+// verify checks stored, the render source names, with the Verifier: the
+// revision of its source, then that of its values source. It records the
+// signatures they were verified with on copies of stored.Resolved and
+// stored.ValuesResolved. A refusal names the render.
 func (r *Resolver) verify(ctx context.Context, release *convoyv1alpha1.Release, source subresourcesv1alpha1.RenderSource, stored *render.Render) error {
 	sig, err := r.verifier.VerifyRevision(ctx, release, stored.Resolved)
-	if f, ok := failure.As(err); ok {
-		return failure.Quiet(f.Reason, f, "the %s render %s: %s", sourceWords[source], stored.Ref, f.Message)
-	}
 	if err != nil {
-		return err
+		return r.refusal(source, stored, err)
+	}
+	valuesSig, err := r.verifier.VerifyValuesRevision(ctx, release, stored.ValuesResolved)
+	if err != nil {
+		return r.refusal(source, stored, err)
 	}
 	if sig != nil {
 		resolved := *stored.Resolved
 		resolved.Verified = sig
 		stored.Resolved = &resolved
 	}
+	if valuesSig != nil {
+		resolved := *stored.ValuesResolved
+		resolved.Verified = valuesSig
+		stored.ValuesResolved = &resolved
+	}
 	return nil
+}
+
+// refusal is err, a failure to verify stored, naming the render.
+func (r *Resolver) refusal(source subresourcesv1alpha1.RenderSource, stored *render.Render, err error) error {
+	if f, ok := failure.As(err); ok {
+		return failure.Quiet(f.Reason, f, "the %s render %s: %s", sourceWords[source], stored.Ref, f.Message)
+	}
+	return err
 }
 
 func resultOf(source subresourcesv1alpha1.RenderSource, stored *render.Render, err error) (*Result, error) {

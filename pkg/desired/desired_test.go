@@ -61,6 +61,18 @@ func (fakeVerifier) VerifyRevision(_ context.Context, release *convoyv1alpha1.Re
 	return &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}, nil
 }
 
+// VerifyValuesRevision verifies the values revision sha256:values-good for
+// the Releases whose OCI values source asks for signatures.
+func (fakeVerifier) VerifyValuesRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+	switch vs := release.Spec.ValuesSource; {
+	case vs == nil || vs.OCIRepository == nil || vs.OCIRepository.Verify == nil:
+		return nil, nil
+	case resolved == nil || resolved.Digest != "sha256:values-good":
+		return nil, errUnverified
+	}
+	return &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "values.pub"}, nil
+}
+
 func TestResolve(t *testing.T) {
 	both := map[string]*render.Render{pinnedRef: {Ref: pinnedRef}, healthyRef: {Ref: healthyRef}}
 	pinned := func(r *convoyv1alpha1.Release) { r.Spec.Pin = &convoyv1alpha1.Pin{RenderRef: pinnedRef} }
@@ -76,6 +88,13 @@ func TestResolve(t *testing.T) {
 	bad := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Digest: "sha256:bad"}
 	signed := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good}, healthyRef: {Ref: healthyRef, Resolved: good}}
 	planted := map[string]*render.Render{pinnedRef: {Ref: pinnedRef}, healthyRef: {Ref: healthyRef, Resolved: bad}}
+	valuesVerified := func(r *convoyv1alpha1.Release) {
+		r.Spec.ValuesSource = &convoyv1alpha1.ValuesSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: "oci://r.example/values", Tag: "v1",
+			Verify: &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}
+	}
+	valuesGood := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/values", Digest: "sha256:values-good"}
+	withValues := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good, ValuesResolved: valuesGood}}
+	withoutValues := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good}}
 	renderFailed := &failure.Error{Reason: "SourceNotFound", Message: "source ConfigMap x/y not found"}
 	storeDown := errors.New("connection refused")
 
@@ -90,6 +109,8 @@ func TestResolve(t *testing.T) {
 		wantRef    string
 		wantErr    error
 		wantSigned bool
+		// wantValuesSigned: the values revision carries its signature.
+		wantValuesSigned bool
 	}{
 		{name: "fresh", stored: both, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
 		{name: "pinned and stored", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: both,
@@ -121,6 +142,14 @@ func TestResolve(t *testing.T) {
 		{name: "verified: asked for a stored render, signed", mutate: []func(*convoyv1alpha1.Release){verified}, ref: healthyRef, stored: signed,
 			wantSource: subresourcesv1alpha1.RenderSourceStored, wantRef: healthyRef, wantSigned: true},
 		{name: "verified: fresh", mutate: []func(*convoyv1alpha1.Release){verified}, stored: planted, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		// A values source that asks for signatures: the stored render's
+		// values revision verifies too, or the render is refused.
+		{name: "values verified: pinned, both revisions signed", mutate: []func(*convoyv1alpha1.Release){verified, valuesVerified, pinned}, stored: withValues,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef, wantSigned: true, wantValuesSigned: true},
+		{name: "values verified: pinned, naming no values revision", mutate: []func(*convoyv1alpha1.Release){verified, valuesVerified, pinned}, stored: withoutValues,
+			wantErr: errUnverified},
+		{name: "values verified, source not: pinned", mutate: []func(*convoyv1alpha1.Release){valuesVerified, pinned}, stored: withValues,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef, wantValuesSigned: true},
 		{name: "unverified Release: a render naming no revision is used", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: planted,
 			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef},
 	}
@@ -148,6 +177,12 @@ func TestResolve(t *testing.T) {
 				require.NotNil(t, got.Resolved)
 				require.NotNil(t, got.Resolved.Verified, "the signature it was verified with")
 				assert.Nil(t, good.Verified, "the revision the store read is not changed")
+			}
+			if tc.wantValuesSigned {
+				require.NotNil(t, got.ValuesResolved)
+				require.NotNil(t, got.ValuesResolved.Verified, "the values signature it was verified with")
+				assert.Equal(t, "values.pub", got.ValuesResolved.Verified.Key)
+				assert.Nil(t, valuesGood.Verified, "the values revision the store read is not changed")
 			}
 		})
 	}
