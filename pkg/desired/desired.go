@@ -28,11 +28,13 @@ type Renderer interface {
 // Verifier verifies that a revision of a Release's source, which a stored
 // render names, verifies now under the Release's policy (VerifyRevision),
 // and that the revision of its values source it names verifies under the
-// values source's verify (VerifyValuesRevision); each gives nil, nil when
-// what it verifies asks for no signature (*render.Renderer).
+// values source's verify (VerifyValuesRevision); each returns a copy of the
+// revision with the signatures it verified with (Verified, and VerifiedTag
+// for a Git tag mode), or nil, nil when what it verifies asks for no
+// signature (*render.Renderer).
 type Verifier interface {
-	VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error)
-	VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error)
+	VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error)
+	VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error)
 }
 
 // Store reads stored renders; a render that is not stored gives an error
@@ -142,27 +144,23 @@ var sourceWords = map[subresourcesv1alpha1.RenderSource]string{
 }
 
 // verify checks stored, the render source names, with the Verifier: the
-// revision of its source, then that of its values source. It records the
-// signatures they were verified with on copies of stored.Resolved and
-// stored.ValuesResolved. A refusal names the render.
+// revision of its source, then that of its values source. It puts the
+// copies of stored.Resolved and stored.ValuesResolved that carry the
+// signatures they were verified with in their place. A refusal names the render.
 func (r *Resolver) verify(ctx context.Context, release *convoyv1alpha1.Release, source subresourcesv1alpha1.RenderSource, stored *render.Render) error {
-	sig, err := r.verifier.VerifyRevision(ctx, release, stored.Resolved)
+	verified, err := r.verifier.VerifyRevision(ctx, release, stored.Resolved)
 	if err != nil {
 		return r.refusal(source, stored, err)
 	}
-	valuesSig, err := r.verifier.VerifyValuesRevision(ctx, release, stored.ValuesResolved)
+	valuesVerified, err := r.verifier.VerifyValuesRevision(ctx, release, stored.ValuesResolved)
 	if err != nil {
 		return r.refusal(source, stored, err)
 	}
-	if sig != nil {
-		resolved := *stored.Resolved
-		resolved.Verified = sig
-		stored.Resolved = &resolved
+	if verified != nil {
+		stored.Resolved = verified
 	}
-	if valuesSig != nil {
-		resolved := *stored.ValuesResolved
-		resolved.Verified = valuesSig
-		stored.ValuesResolved = &resolved
+	if valuesVerified != nil {
+		stored.ValuesResolved = valuesVerified
 	}
 	return nil
 }

@@ -46,31 +46,36 @@ func (f fakeRenderer) Render(context.Context, *convoyv1alpha1.Release) (*render.
 }
 
 // fakeVerifier verifies the revision sha256:good for the Releases that ask
-// for signatures.
+// for signatures, with a signature and a tag's (as a Git TagAndHEAD).
 type fakeVerifier struct{}
 
 var errUnverified = failure.New("SignatureUnverified", nil, "no signature")
 
-func (fakeVerifier) VerifyRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+func (fakeVerifier) VerifyRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
 	switch {
 	case release.Spec.Source.OCIRepository == nil || release.Spec.Source.OCIRepository.Verify == nil:
 		return nil, nil
 	case resolved == nil || resolved.Digest != "sha256:good":
 		return nil, errUnverified
 	}
-	return &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}, nil
+	verified := *resolved
+	verified.Verified = &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}
+	verified.VerifiedTag = &subresourcesv1alpha1.SourceSignature{Provider: "git", Key: "ci.pub", Layout: "tag"}
+	return &verified, nil
 }
 
 // VerifyValuesRevision verifies the values revision sha256:values-good for
 // the Releases whose OCI values source asks for signatures.
-func (fakeVerifier) VerifyValuesRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+func (fakeVerifier) VerifyValuesRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
 	switch vs := release.Spec.ValuesSource; {
 	case vs == nil || vs.OCIRepository == nil || vs.OCIRepository.Verify == nil:
 		return nil, nil
 	case resolved == nil || resolved.Digest != "sha256:values-good":
 		return nil, errUnverified
 	}
-	return &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "values.pub"}, nil
+	verified := *resolved
+	verified.Verified = &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "values.pub"}
+	return &verified, nil
 }
 
 func TestResolve(t *testing.T) {
@@ -176,6 +181,8 @@ func TestResolve(t *testing.T) {
 			if tc.wantSigned {
 				require.NotNil(t, got.Resolved)
 				require.NotNil(t, got.Resolved.Verified, "the signature it was verified with")
+				require.NotNil(t, got.Resolved.VerifiedTag, "a tag's signature too, as the Verifier returned it")
+				assert.Equal(t, "tag", got.Resolved.VerifiedTag.Layout)
 				assert.Nil(t, good.Verified, "the revision the store read is not changed")
 			}
 			if tc.wantValuesSigned {

@@ -268,10 +268,17 @@ func TestGitVerifyRevision(t *testing.T) {
 	sig, err := f.VerifyRevision(ctx, head, inputs, stored("refs/heads/main", first))
 	require.NoError(t, err, "a commit behind the tip")
 	require.NotNil(t, sig)
-	assert.Equal(t, "commit", sig.Layout)
+	require.NotNil(t, sig.Verified)
+	assert.Equal(t, "commit", sig.Verified.Layout)
+	assert.Nil(t, sig.VerifiedTag, "mode HEAD verifies no tag")
+	assert.Equal(t, first, sig.Commit, "the stored revision, with its signatures")
+	// TagAndHEAD: the stored render carries the tag's signature too.
 	sig, err = f.VerifyRevision(ctx, verifiedGit(g.url, convoyv1alpha1.GitReference{Tag: "v1"}, "TagAndHEAD", "keys"), inputs, stored("refs/tags/v1", first))
 	require.NoError(t, err)
-	assert.Equal(t, "commit", sig.Layout)
+	require.NotNil(t, sig.Verified)
+	assert.Equal(t, "commit", sig.Verified.Layout)
+	require.NotNil(t, sig.VerifiedTag, "the tag's signature")
+	assert.Equal(t, "tag", sig.VerifiedTag.Layout)
 
 	tagAndHead := verifiedGit(g.url, convoyv1alpha1.GitReference{Tag: "v2"}, "TagAndHEAD", "keys")
 	for _, tc := range []struct {
@@ -323,8 +330,9 @@ func TestGitVerifyValuesRevision(t *testing.T) {
 	assert.Nil(t, sig)
 	sig, err = f.VerifyValuesRevision(ctx, release, inputs, stored(g.url, "refs/heads/main", signed))
 	require.NoError(t, err)
-	require.NotNil(t, sig, "the signature the values commit verified with")
-	assert.Equal(t, "commit", sig.Layout)
+	require.NotNil(t, sig)
+	require.NotNil(t, sig.Verified, "the signature the values commit verified with")
+	assert.Equal(t, "commit", sig.Verified.Layout)
 
 	unverified := release.DeepCopy()
 	unverified.Spec.ValuesSource.Git.Verify = nil

@@ -62,10 +62,12 @@ func (f *Fetcher) ResolveValues(ctx context.Context, release *convoyv1alpha1.Rel
 // (render.Store.Get's ValuesResolved), must be one of the values source as
 // it is now that verifies now under its verify, through the paths of
 // VerifyRevision (valuesRelease, as FetchValues). A stored render that
-// names none is SignatureUnverified. A Release without a values source, or
-// whose values source asks for no signature, gives nil, nil. Every
+// names none is SignatureUnverified. It returns a copy of resolved with
+// the signatures it verified with, as VerifyRevision does. A Release
+// without a values source, or whose values source asks for no signature,
+// gives nil, nil. Every
 // failure names spec.valuesSource and keeps its reason.
-func (f *Fetcher) VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+func (f *Fetcher) VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
 	if release == nil || release.Spec.ValuesSource == nil {
 		return nil, nil
 	}
@@ -80,11 +82,11 @@ func (f *Fetcher) VerifyValuesRevision(ctx context.Context, release *convoyv1alp
 		return nil, countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "%s asks for signatures, and the stored render names no revision of it "+
 			"(the annotation %s of its Secret): the values it was made with cannot be verified", valuesField, convoyv1alpha1.AnnotationResolvedValuesSource))
 	}
-	sig, err := f.VerifyRevision(ctx, vr, inputs, resolved)
+	verified, err := f.VerifyRevision(ctx, vr, inputs, resolved)
 	if err != nil {
 		return nil, valuesFailure(err)
 	}
-	return sig, nil
+	return verified, nil
 }
 
 // valuesRelease is release with its values source as its spec.source: the
