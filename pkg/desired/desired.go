@@ -26,10 +26,15 @@ type Renderer interface {
 }
 
 // Verifier verifies that a revision of a Release's source, which a stored
-// render names, verifies now under the Release's policy; nil, nil when the
-// Release asks for no signature (*render.Renderer).
+// render names, verifies now under the Release's policy (VerifyRevision),
+// and that the revision of its values source it names verifies under the
+// values source's verify (VerifyValuesRevision); each returns a copy of the
+// revision with the signatures it verified with (Verified, and VerifiedTag
+// for a Git tag mode), or nil, nil when what it verifies asks for no
+// signature (*render.Renderer).
 type Verifier interface {
-	VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error)
+	VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error)
+	VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error)
 }
 
 // Store reads stored renders; a render that is not stored gives an error
@@ -138,22 +143,34 @@ var sourceWords = map[subresourcesv1alpha1.RenderSource]string{
 	subresourcesv1alpha1.RenderSourceStored:      "stored",
 }
 
-// verify checks stored, the render source names, with the Verifier, and
-// records the signature it was verified with. A refusal names the render.
+// verify checks stored, the render source names, with the Verifier: the
+// revision of its source, then that of its values source. It puts the
+// copies of stored.Resolved and stored.ValuesResolved that carry the
+// signatures they were verified with in their place. A refusal names the render.
 func (r *Resolver) verify(ctx context.Context, release *convoyv1alpha1.Release, source subresourcesv1alpha1.RenderSource, stored *render.Render) error {
-	sig, err := r.verifier.VerifyRevision(ctx, release, stored.Resolved)
+	verified, err := r.verifier.VerifyRevision(ctx, release, stored.Resolved)
+	if err != nil {
+		return r.refusal(source, stored, err)
+	}
+	valuesVerified, err := r.verifier.VerifyValuesRevision(ctx, release, stored.ValuesResolved)
+	if err != nil {
+		return r.refusal(source, stored, err)
+	}
+	if verified != nil {
+		stored.Resolved = verified
+	}
+	if valuesVerified != nil {
+		stored.ValuesResolved = valuesVerified
+	}
+	return nil
+}
+
+// refusal is err, a failure to verify stored, naming the render.
+func (r *Resolver) refusal(source subresourcesv1alpha1.RenderSource, stored *render.Render, err error) error {
 	if f, ok := failure.As(err); ok {
 		return failure.Quiet(f.Reason, f, "the %s render %s: %s", sourceWords[source], stored.Ref, f.Message)
 	}
-	if err != nil {
-		return err
-	}
-	if sig != nil {
-		resolved := *stored.Resolved
-		resolved.Verified = sig
-		stored.Resolved = &resolved
-	}
-	return nil
+	return err
 }
 
 func resultOf(source subresourcesv1alpha1.RenderSource, stored *render.Render, err error) (*Result, error) {

@@ -46,19 +46,36 @@ func (f fakeRenderer) Render(context.Context, *convoyv1alpha1.Release) (*render.
 }
 
 // fakeVerifier verifies the revision sha256:good for the Releases that ask
-// for signatures.
+// for signatures, with a signature and a tag's (as a Git TagAndHEAD).
 type fakeVerifier struct{}
 
 var errUnverified = failure.New("SignatureUnverified", nil, "no signature")
 
-func (fakeVerifier) VerifyRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+func (fakeVerifier) VerifyRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
 	switch {
 	case release.Spec.Source.OCIRepository == nil || release.Spec.Source.OCIRepository.Verify == nil:
 		return nil, nil
 	case resolved == nil || resolved.Digest != "sha256:good":
 		return nil, errUnverified
 	}
-	return &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}, nil
+	verified := *resolved
+	verified.Verified = &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"}
+	verified.VerifiedTag = &subresourcesv1alpha1.SourceSignature{Provider: "git", Key: "ci.pub", Layout: "tag"}
+	return &verified, nil
+}
+
+// VerifyValuesRevision verifies the values revision sha256:values-good for
+// the Releases whose OCI values source asks for signatures.
+func (fakeVerifier) VerifyValuesRevision(_ context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
+	switch vs := release.Spec.ValuesSource; {
+	case vs == nil || vs.OCIRepository == nil || vs.OCIRepository.Verify == nil:
+		return nil, nil
+	case resolved == nil || resolved.Digest != "sha256:values-good":
+		return nil, errUnverified
+	}
+	verified := *resolved
+	verified.Verified = &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "values.pub"}
+	return &verified, nil
 }
 
 func TestResolve(t *testing.T) {
@@ -76,6 +93,13 @@ func TestResolve(t *testing.T) {
 	bad := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Digest: "sha256:bad"}
 	signed := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good}, healthyRef: {Ref: healthyRef, Resolved: good}}
 	planted := map[string]*render.Render{pinnedRef: {Ref: pinnedRef}, healthyRef: {Ref: healthyRef, Resolved: bad}}
+	valuesVerified := func(r *convoyv1alpha1.Release) {
+		r.Spec.ValuesSource = &convoyv1alpha1.ValuesSource{OCIRepository: &convoyv1alpha1.OCIRepositorySource{URL: "oci://r.example/values", Tag: "v1",
+			Verify: &convoyv1alpha1.OCIVerification{Provider: "cosign", SecretRef: &convoyv1alpha1.LocalObjectReference{Name: "keys"}}}}
+	}
+	valuesGood := &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/values", Digest: "sha256:values-good"}
+	withValues := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good, ValuesResolved: valuesGood}}
+	withoutValues := map[string]*render.Render{pinnedRef: {Ref: pinnedRef, Resolved: good}}
 	renderFailed := &failure.Error{Reason: "SourceNotFound", Message: "source ConfigMap x/y not found"}
 	storeDown := errors.New("connection refused")
 
@@ -90,6 +114,8 @@ func TestResolve(t *testing.T) {
 		wantRef    string
 		wantErr    error
 		wantSigned bool
+		// wantValuesSigned: the values revision carries its signature.
+		wantValuesSigned bool
 	}{
 		{name: "fresh", stored: both, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
 		{name: "pinned and stored", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: both,
@@ -121,6 +147,14 @@ func TestResolve(t *testing.T) {
 		{name: "verified: asked for a stored render, signed", mutate: []func(*convoyv1alpha1.Release){verified}, ref: healthyRef, stored: signed,
 			wantSource: subresourcesv1alpha1.RenderSourceStored, wantRef: healthyRef, wantSigned: true},
 		{name: "verified: fresh", mutate: []func(*convoyv1alpha1.Release){verified}, stored: planted, wantSource: subresourcesv1alpha1.RenderSourceFresh, wantRef: freshRef},
+		// A values source that asks for signatures: the stored render's
+		// values revision verifies too, or the render is refused.
+		{name: "values verified: pinned, both revisions signed", mutate: []func(*convoyv1alpha1.Release){verified, valuesVerified, pinned}, stored: withValues,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef, wantSigned: true, wantValuesSigned: true},
+		{name: "values verified: pinned, naming no values revision", mutate: []func(*convoyv1alpha1.Release){verified, valuesVerified, pinned}, stored: withoutValues,
+			wantErr: errUnverified},
+		{name: "values verified, source not: pinned", mutate: []func(*convoyv1alpha1.Release){valuesVerified, pinned}, stored: withValues,
+			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef, wantValuesSigned: true},
 		{name: "unverified Release: a render naming no revision is used", mutate: []func(*convoyv1alpha1.Release){pinned}, stored: planted,
 			wantSource: subresourcesv1alpha1.RenderSourcePinned, wantRef: pinnedRef},
 	}
@@ -147,7 +181,15 @@ func TestResolve(t *testing.T) {
 			if tc.wantSigned {
 				require.NotNil(t, got.Resolved)
 				require.NotNil(t, got.Resolved.Verified, "the signature it was verified with")
+				require.NotNil(t, got.Resolved.VerifiedTag, "a tag's signature too, as the Verifier returned it")
+				assert.Equal(t, "tag", got.Resolved.VerifiedTag.Layout)
 				assert.Nil(t, good.Verified, "the revision the store read is not changed")
+			}
+			if tc.wantValuesSigned {
+				require.NotNil(t, got.ValuesResolved)
+				require.NotNil(t, got.ValuesResolved.Verified, "the values signature it was verified with")
+				assert.Equal(t, "values.pub", got.ValuesResolved.Verified.Key)
+				assert.Nil(t, valuesGood.Verified, "the values revision the store read is not changed")
 			}
 		})
 	}

@@ -114,17 +114,27 @@ func (r *Renderer) ResolveValuesSource(ctx context.Context, release *convoyv1alp
 
 // VerifyRevision verifies that resolved, the revision of its source a
 // stored render of release names, verifies now under the Release's policy
-// (source.Fetcher.VerifyRevision); nil, nil for a Release that asks for no
-// signature.
-//
-// A stored render names no revision of spec.valuesSource: one of a Release
-// that reads values files from a values source that asks for a signature
-// cannot be verified, and is refused (refuseStoredValues).
-func (r *Renderer) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
-	if err := refuseStoredValues(release); err != nil {
-		return nil, err
-	}
+// (source.Fetcher.VerifyRevision): a copy of resolved with the signatures
+// it verified with (Verified, and VerifiedTag for a Git tag mode); nil, nil
+// for a Release that asks for no signature. The values source's revision
+// is VerifyValuesRevision's.
+func (r *Renderer) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
 	return r.engine.sources.VerifyRevision(ctx, release, r.inputs, resolved)
+}
+
+// VerifyValuesRevision verifies that resolved, the revision of
+// spec.valuesSource a stored render of release names (Render.ValuesResolved),
+// verifies now under the values source's verify
+// (source.Fetcher.VerifyValuesRevision), returned as VerifyRevision
+// returns spec.source's: a stored render that names none,
+// or one of another source, is SignatureUnverified. nil, nil for a Release
+// that reads no values file from its values source, or whose values source
+// asks for no signature.
+func (r *Renderer) VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
+	if !ReadsValuesSource(release) {
+		return nil, nil
+	}
+	return r.engine.sources.VerifyValuesRevision(ctx, release, r.inputs, resolved)
 }
 
 func (r *Renderer) render(ctx context.Context, release *convoyv1alpha1.Release, src *source.Source) ([]*unstructured.Unstructured, *failure.Error) {

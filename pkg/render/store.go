@@ -73,7 +73,9 @@ type Store struct {
 
 // Get reads render ref of the Release namespace/release, with the revision
 // of the source its Secret names (Render.Resolved; nil when it names
-// none): what the Secret says, which Get does not verify. A render that is not
+// none) and that of its values source (Render.ValuesResolved, the
+// annotation AnnotationResolvedValuesSource; nil when it names none): what
+// the Secret says, which Get does not verify. A render that is not
 // stored gives an error wrapping ErrNotStored. Any other failure is a
 // *failure.Error: a Secret that may not be read, InputForbidden; that could
 // not be read, or whose request ended while it waited for its turn to be
@@ -123,11 +125,17 @@ func (s *Store) Get(ctx context.Context, namespace, release, ref string) (*Rende
 			return nil, failure.New(ReasonStoredRenderInvalid, err, "%s: annotation %s", secret.Describe(), convoyv1alpha1.AnnotationResolvedSource)
 		}
 	}
+	if v, ok := got.Annotations[convoyv1alpha1.AnnotationResolvedValuesSource]; ok {
+		// What the Secret says of spec.valuesSource; verified as Resolved is.
+		if r.ValuesResolved, err = decodeResolved(v); err != nil {
+			return nil, failure.New(ReasonStoredRenderInvalid, err, "%s: annotation %s", secret.Describe(), convoyv1alpha1.AnnotationResolvedValuesSource)
+		}
+	}
 	return r, nil
 }
 
-// encodeResolved is the annotation AnnotationResolvedSource of a render
-// made from r: its revision, without the signatures it was verified with
+// encodeResolved is the annotation AnnotationResolvedSource (or
+// AnnotationResolvedValuesSource) of a render made from r: its revision, without the signatures it was verified with
 // (a stored render is verified again when it is used).
 func encodeResolved(r *subresourcesv1alpha1.ResolvedSource) (string, error) {
 	revision := *r
@@ -136,7 +144,8 @@ func encodeResolved(r *subresourcesv1alpha1.ResolvedSource) (string, error) {
 	return string(raw), err
 }
 
-// decodeResolved reads the annotation AnnotationResolvedSource: a
+// decodeResolved reads the annotation AnnotationResolvedSource (or
+// AnnotationResolvedValuesSource): a
 // resolvedSource with a kind and a url.
 func decodeResolved(v string) (*subresourcesv1alpha1.ResolvedSource, error) {
 	var r subresourcesv1alpha1.ResolvedSource
@@ -153,20 +162,31 @@ func decodeResolved(v string) (*subresourcesv1alpha1.ResolvedSource, error) {
 
 // Put stores r for the Release, owned by it, with the revision of the
 // source it was rendered from (r.Resolved, for an OCI, Helm or Git source)
-// in the annotation AnnotationResolvedSource. Storing a render that is
+// in the annotation AnnotationResolvedSource, and that of its values source
+// (r.ValuesResolved) in AnnotationResolvedValuesSource. Storing a render that is
 // already stored changes nothing: equal renders have equal refs.
 func (s *Store) Put(ctx context.Context, release *convoyv1alpha1.Release, r *Render) error {
 	data, err := encode(r.Objects)
 	if err != nil {
 		return fmt.Errorf("encoding render %s: %w", r.Ref, err)
 	}
-	var annotations map[string]string
+	annotations := map[string]string{}
 	if r.Resolved != nil {
 		v, err := encodeResolved(r.Resolved)
 		if err != nil {
 			return fmt.Errorf("encoding the source of render %s: %w", r.Ref, err)
 		}
-		annotations = map[string]string{convoyv1alpha1.AnnotationResolvedSource: v}
+		annotations[convoyv1alpha1.AnnotationResolvedSource] = v
+	}
+	if r.ValuesResolved != nil {
+		v, err := encodeResolved(r.ValuesResolved)
+		if err != nil {
+			return fmt.Errorf("encoding the values source of render %s: %w", r.Ref, err)
+		}
+		annotations[convoyv1alpha1.AnnotationResolvedValuesSource] = v
+	}
+	if len(annotations) == 0 {
+		annotations = nil
 	}
 	if len(data) > MaxStoredSize {
 		return fmt.Errorf("render %s of release %s/%s is %d bytes compressed, over the %d bytes a Secret holds: %w",

@@ -39,6 +39,8 @@ func TestStoreRoundTrip(t *testing.T) {
 	r.Resolved = &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Tag: "v1", Digest: "sha256:" + strings.Repeat("a", 64),
 		Verified:    &subresourcesv1alpha1.SourceSignature{Provider: "cosign", Key: "ci.pub"},
 		VerifiedTag: &subresourcesv1alpha1.SourceSignature{Provider: "git", Key: "ci.pub"}}
+	r.ValuesResolved = &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/team.git", Ref: "refs/heads/main", Commit: strings.Repeat("b", 40),
+		Verified: &subresourcesv1alpha1.SourceSignature{Provider: "git", Key: "team.pub"}}
 
 	require.NoError(t, store.Put(context.Background(), release, r))
 	require.NoError(t, store.Put(context.Background(), release, r), "storing the same render twice is fine")
@@ -54,6 +56,8 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Equal(t, []byte{0x1f, 0x8b}, secret.Data[SecretKey][:2], "gzip")
 	assert.JSONEq(t, `{"kind":"OCIRepository","url":"oci://r.example/web","tag":"v1","digest":"sha256:`+strings.Repeat("a", 64)+`"}`,
 		secret.Annotations[convoyv1alpha1.AnnotationResolvedSource], "the revision it was made from, not its signature")
+	assert.JSONEq(t, `{"kind":"GitRepository","url":"https://git.example/team.git","ref":"refs/heads/main","commit":"`+strings.Repeat("b", 40)+`"}`,
+		secret.Annotations[convoyv1alpha1.AnnotationResolvedValuesSource], "the values revision it was made from, not its signature")
 
 	got, err := store.Get(context.Background(), "shop", "web", r.Ref)
 	require.NoError(t, err)
@@ -61,6 +65,8 @@ func TestStoreRoundTrip(t *testing.T) {
 	assert.Equal(t, r.Objects, got.Objects, "integers stay int64 through the store")
 	assert.Equal(t, &subresourcesv1alpha1.ResolvedSource{Kind: "OCIRepository", URL: "oci://r.example/web", Tag: "v1", Digest: "sha256:" + strings.Repeat("a", 64)},
 		got.Resolved, "what the Secret says, unverified")
+	assert.Equal(t, &subresourcesv1alpha1.ResolvedSource{Kind: "GitRepository", URL: "https://git.example/team.git", Ref: "refs/heads/main", Commit: strings.Repeat("b", 40)},
+		got.ValuesResolved, "the values revision the Secret says, unverified")
 
 	// A render of a ConfigMap source names no revision.
 	plain, err := New([]*unstructured.Unstructured{storedConfigMap("c", nil)})
@@ -69,6 +75,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	got, err = store.Get(context.Background(), "shop", "web", plain.Ref)
 	require.NoError(t, err)
 	assert.Nil(t, got.Resolved)
+	assert.Nil(t, got.ValuesResolved)
 }
 
 func TestStoreGetErrors(t *testing.T) {
@@ -103,6 +110,12 @@ func TestStoreGetErrors(t *testing.T) {
 		{name: "a source revision with unknown fields", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
 			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedSource: `{"kind":"OCIRepository","url":"oci://x","trusted":true}`}}},
 			wantErr: "unknown field"},
+		{name: "a values source revision that is no JSON", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedValuesSource: "https://x@abc"}}},
+			wantErr: "annotation " + convoyv1alpha1.AnnotationResolvedValuesSource},
+		{name: "a values source revision with a signature", secret: &corev1.Secret{Type: SecretType, Data: map[string][]byte{SecretKey: mine},
+			ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{convoyv1alpha1.AnnotationResolvedValuesSource: `{"kind":"GitRepository","url":"https://x","verified":{"provider":"git"}}`}}},
+			wantErr: "no signature"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
-	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // ReadsValuesSource tells whether an entry of release's valuesFiles reads
@@ -92,21 +91,4 @@ func valuesSourceFiles(src *source.Source) (where string, files chartFiles) {
 		}
 		return nil, false, nil
 	}
-}
-
-// refuseStoredValues refuses a stored render of release (SignatureUnverified)
-// when release reads values files from a values source whose verify asks
-// for a signature: a render Secret names the revision of spec.source only
-// (AnnotationResolvedSource), so the values it was made with cannot be
-// verified now. nil otherwise.
-func refuseStoredValues(release *convoyv1alpha1.Release) error {
-	if !ReadsValuesSource(release) || release.Spec.ValuesSource == nil {
-		return nil
-	}
-	vs := release.Spec.ValuesSource
-	if (vs.Git == nil || vs.Git.Verify == nil) && (vs.OCIRepository == nil || vs.OCIRepository.Verify == nil) {
-		return nil
-	}
-	return failure.New(verify.ReasonSignatureUnverified, nil, "it names no revision of spec.valuesSource, whose verify asks for a signature: "+
-		"the values it was made with cannot be verified (a stored render is not used for such a Release)")
 }

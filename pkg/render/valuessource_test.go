@@ -162,9 +162,11 @@ func TestRenderValuesSource(t *testing.T) {
 }
 
 // A stored render of a Release that reads a values source asking for a
-// signature is refused: its Secret names no revision of the values source
-// to verify. Without verify, or reading none of it, it is not.
-func TestVerifyRevisionRefusesStoredValues(t *testing.T) {
+// signature is refused when its Secret names no revision of the values
+// source to verify (AnnotationResolvedValuesSource). Without verify, or
+// reading none of it, it is not; spec.source's VerifyRevision does not
+// look at the values source.
+func TestVerifyValuesRevisionWithoutRevision(t *testing.T) {
 	r := newTestRenderer()
 	keys := convoyv1alpha1.LocalObjectReference{Name: "keys"}
 	rel := func(vs *convoyv1alpha1.ValuesSource, source string) *convoyv1alpha1.Release {
@@ -190,6 +192,9 @@ func TestVerifyRevisionRefusesStoredValues(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sig, err := r.VerifyRevision(context.Background(), tc.release, nil)
 			assert.Nil(t, sig)
+			assert.NoError(t, err, "spec.source asks for no signature")
+			sig, err = r.VerifyValuesRevision(context.Background(), tc.release, nil)
+			assert.Nil(t, sig)
 			if !tc.refused {
 				assert.NoError(t, err)
 				return
@@ -198,6 +203,7 @@ func TestVerifyRevisionRefusesStoredValues(t *testing.T) {
 			require.True(t, ok, "%v", err)
 			assert.Equal(t, "SignatureUnverified", ferr.Reason)
 			assert.Contains(t, ferr.Message, "spec.valuesSource")
+			assert.Contains(t, ferr.Message, convoyv1alpha1.AnnotationResolvedValuesSource)
 		})
 	}
 }

@@ -79,20 +79,20 @@ func (f *Fetcher) verifyGit(ctx context.Context, namespace string, spec *convoyv
 // stored render names, with the annotated tag of its ref for the tag
 // modes, verified under the Release's verify as a fresh render's is
 // (listed and fetched with the Release's credentials, through the content
-// cache).
-func (f *Fetcher) verifyRevisionGit(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+// cache). It returns the commit's signature and, in a tag mode, the tag's.
+func (f *Fetcher) verifyRevisionGit(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (sig, tagSig *subresourcesv1alpha1.SourceSignature, err error) {
 	src := release.Spec.Source.Git
 	if err := refuseOtherRevision(KindGitRepository, src.URL, resolved); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !git.IsHash(resolved.Commit) {
-		return nil, countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "the stored render names %s@%q, not a commit hash: it cannot be verified", src.URL, resolved.Commit))
+		return nil, nil, countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "the stored render names %s@%q, not a commit hash: it cannot be verified", src.URL, resolved.Commit))
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, f.opts.Timeout, errFetchTimeout)
 	defer cancel()
 	r, err := f.revisionGit(ctx, release.Namespace, src, inputs, resolved)
 	if err != nil {
-		return nil, countRefusal(f.timedOut(ctx, err))
+		return nil, nil, countRefusal(f.timedOut(ctx, err))
 	}
 	where := r.where() + " (a stored render's source)"
 	a, err := f.gitCommit(ctx, release.Namespace, r, where, src.Verify)
@@ -100,9 +100,9 @@ func (f *Fetcher) verifyRevisionGit(ctx context.Context, release *convoyv1alpha1
 		err = f.verifyGit(ctx, release.Namespace, src.Verify, inputs, r, a, where)
 	}
 	if err != nil {
-		return nil, countRefusal(f.timedOut(ctx, err))
+		return nil, nil, countRefusal(f.timedOut(ctx, err))
 	}
-	return r.resolved.Verified, nil
+	return r.resolved.Verified, r.resolved.VerifiedTag, nil
 }
 
 // revisionGit is the resolution of resolved, a stored render's commit,

@@ -268,10 +268,17 @@ func TestGitVerifyRevision(t *testing.T) {
 	sig, err := f.VerifyRevision(ctx, head, inputs, stored("refs/heads/main", first))
 	require.NoError(t, err, "a commit behind the tip")
 	require.NotNil(t, sig)
-	assert.Equal(t, "commit", sig.Layout)
+	require.NotNil(t, sig.Verified)
+	assert.Equal(t, "commit", sig.Verified.Layout)
+	assert.Nil(t, sig.VerifiedTag, "mode HEAD verifies no tag")
+	assert.Equal(t, first, sig.Commit, "the stored revision, with its signatures")
+	// TagAndHEAD: the stored render carries the tag's signature too.
 	sig, err = f.VerifyRevision(ctx, verifiedGit(g.url, convoyv1alpha1.GitReference{Tag: "v1"}, "TagAndHEAD", "keys"), inputs, stored("refs/tags/v1", first))
 	require.NoError(t, err)
-	assert.Equal(t, "commit", sig.Layout)
+	require.NotNil(t, sig.Verified)
+	assert.Equal(t, "commit", sig.Verified.Layout)
+	require.NotNil(t, sig.VerifiedTag, "the tag's signature")
+	assert.Equal(t, "tag", sig.VerifiedTag.Layout)
 
 	tagAndHead := verifiedGit(g.url, convoyv1alpha1.GitReference{Tag: "v2"}, "TagAndHEAD", "keys")
 	for _, tc := range []struct {
@@ -293,6 +300,62 @@ func TestGitVerifyRevision(t *testing.T) {
 			ferr, ok := failure.As(err)
 			require.True(t, ok, "%v", err)
 			assert.Equal(t, verify.ReasonSignatureUnverified, ferr.Reason)
+			assert.Contains(t, ferr.Message, tc.says)
+		})
+	}
+}
+
+// A stored render's values revision is verified under spec.valuesSource's
+// verify now, as a stored render's source revision is under spec.source's
+// (VerifyValuesRevision): a signed commit passes with its signature; none,
+// another repository's, or an unsigned commit is SignatureUnverified and
+// says spec.valuesSource.
+func TestGitVerifyValuesRevision(t *testing.T) {
+	g := startSignedGit(t)
+	signed := g.commitBy(t, g.ci, "main", map[string]string{"prod.yaml": "replicas: 2\n"})
+	unsigned := g.commitBy(t, nil, "unsigned", map[string]string{"prod.yaml": "replicas: 9\n"})
+	inputs := inputsOf(secret("keys", corev1.SecretTypeOpaque, map[string][]byte{"ci.pub": g.pub["ci.pub"]}))
+	f, _ := newFetcher(t)
+	ctx := context.Background()
+	// Its spec.source asks for no signature; its values source does.
+	release := verifiedGit(g.url, convoyv1alpha1.GitReference{Branch: "main"}, "", "keys")
+	release.Spec.ValuesSource = &convoyv1alpha1.ValuesSource{Git: release.Spec.Source.Git}
+	release.Spec.Source = convoyv1alpha1.ReleaseSource{ConfigMap: &convoyv1alpha1.ConfigMapSource{Name: "chart"}}
+	stored := func(url, ref, commit string) *subresourcesv1alpha1.ResolvedSource {
+		return &subresourcesv1alpha1.ResolvedSource{Kind: KindGitRepository, URL: url, Ref: ref, Commit: commit}
+	}
+
+	sig, err := f.VerifyRevision(ctx, release, inputs, nil)
+	require.NoError(t, err, "spec.source asks for no signature")
+	assert.Nil(t, sig)
+	sig, err = f.VerifyValuesRevision(ctx, release, inputs, stored(g.url, "refs/heads/main", signed))
+	require.NoError(t, err)
+	require.NotNil(t, sig)
+	require.NotNil(t, sig.Verified, "the signature the values commit verified with")
+	assert.Equal(t, "commit", sig.Verified.Layout)
+
+	unverified := release.DeepCopy()
+	unverified.Spec.ValuesSource.Git.Verify = nil
+	sig, err = f.VerifyValuesRevision(ctx, unverified, inputs, nil)
+	require.NoError(t, err, "a values source that asks for no signature")
+	assert.Nil(t, sig)
+
+	for _, tc := range []struct {
+		name     string
+		resolved *subresourcesv1alpha1.ResolvedSource
+		says     string
+	}{
+		{"no values revision", nil, "names no revision of it (the annotation " + convoyv1alpha1.AnnotationResolvedValuesSource},
+		{"another repository", stored(g.url+"x", "refs/heads/main", signed), "not from the Release's source"},
+		{"an unsigned commit", stored(g.url, "refs/heads/unsigned", unsigned), "commit " + unsigned + " is not signed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, err := f.VerifyValuesRevision(ctx, release, inputs, tc.resolved)
+			assert.Nil(t, sig)
+			ferr, ok := failure.As(err)
+			require.True(t, ok, "%v", err)
+			assert.Equal(t, verify.ReasonSignatureUnverified, ferr.Reason)
+			assert.True(t, strings.HasPrefix(ferr.Message, "spec.valuesSource"), ferr.Message)
 			assert.Contains(t, ferr.Message, tc.says)
 		})
 	}

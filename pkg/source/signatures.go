@@ -62,19 +62,30 @@ func (f *Fetcher) verifyOCI(ctx context.Context, namespace string, src *convoyv1
 // asks (the verdict cache serves it as it serves fresh renders). A stored
 // render that names no revision, or one of another source, is
 // SignatureUnverified: nothing of it is compared. A Release that asks for
-// no signature gives nil, nil. The revision is what the render's Secret
+// no signature gives nil, nil. What it returns is a copy of resolved
+// with the signatures it verified with: Verified, and VerifiedTag for a Git
+// source in a tag mode (TagAndHEAD). The revision is what the render's Secret
 // says: that it is what the render was made from rests on who may write
 // render Secrets (artifacts/admission/protect-render-store.yaml).
-func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.SourceSignature, error) {
+func (f *Fetcher) VerifyRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
+	var sig, tagSig *subresourcesv1alpha1.SourceSignature
+	var err error
 	switch src := release.Spec.Source; {
 	case !verify.Asks(release):
 		return nil, nil
 	case src.Git != nil:
-		return f.verifyRevisionGit(ctx, release, inputs, resolved)
+		sig, tagSig, err = f.verifyRevisionGit(ctx, release, inputs, resolved)
 	case src.HelmRepository != nil:
-		return f.verifyRevisionHelm(ctx, release, inputs, resolved)
+		sig, err = f.verifyRevisionHelm(ctx, release, inputs, resolved)
+	default:
+		sig, err = f.verifyRevisionOCI(ctx, release, inputs, resolved)
 	}
-	return f.verifyRevisionOCI(ctx, release, inputs, resolved)
+	if err != nil || resolved == nil {
+		return nil, err
+	}
+	verified := *resolved
+	verified.Verified, verified.VerifiedTag = sig, tagSig
+	return &verified, nil
 }
 
 // verifyRevisionOCI is VerifyRevision for an OCI source.

@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	subresourcesv1alpha1 "github.com/kumodo/convoy-apiserver/apis/subresources/v1alpha1"
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/park"
 	"github.com/kumodo/convoy-apiserver/pkg/revision"
 	"github.com/kumodo/convoy-apiserver/pkg/sourcefailure"
+	"github.com/kumodo/convoy-apiserver/pkg/verify"
 )
 
 // valuesField names spec.valuesSource in the messages of its failures.
@@ -53,6 +55,38 @@ func (f *Fetcher) ResolveValues(ctx context.Context, release *convoyv1alpha1.Rel
 		return "", valuesFailure(err)
 	}
 	return digest, nil
+}
+
+// VerifyValuesRevision is VerifyRevision for the values source of release:
+// resolved, the revision of spec.valuesSource a stored render names
+// (render.Store.Get's ValuesResolved), must be one of the values source as
+// it is now that verifies now under its verify, through the paths of
+// VerifyRevision (valuesRelease, as FetchValues). A stored render that
+// names none is SignatureUnverified. It returns a copy of resolved with
+// the signatures it verified with, as VerifyRevision does. A Release
+// without a values source, or whose values source asks for no signature,
+// gives nil, nil. Every
+// failure names spec.valuesSource and keeps its reason.
+func (f *Fetcher) VerifyValuesRevision(ctx context.Context, release *convoyv1alpha1.Release, inputs Inputs, resolved *subresourcesv1alpha1.ResolvedSource) (*subresourcesv1alpha1.ResolvedSource, error) {
+	if release == nil || release.Spec.ValuesSource == nil {
+		return nil, nil
+	}
+	vr, err := valuesRelease(release)
+	if err != nil {
+		return nil, err
+	}
+	if !verify.Asks(vr) {
+		return nil, nil
+	}
+	if resolved == nil {
+		return nil, countRefusal(failure.New(verify.ReasonSignatureUnverified, nil, "%s asks for signatures, and the stored render names no revision of it "+
+			"(the annotation %s of its Secret): the values it was made with cannot be verified", valuesField, convoyv1alpha1.AnnotationResolvedValuesSource))
+	}
+	verified, err := f.VerifyRevision(ctx, vr, inputs, resolved)
+	if err != nil {
+		return nil, valuesFailure(err)
+	}
+	return verified, nil
 }
 
 // valuesRelease is release with its values source as its spec.source: the

@@ -42,6 +42,15 @@ const (
 	// uses a stored render only when it names a revision of its source
 	// that verifies now (docs/users/verification.md).
 	AnnotationResolvedSource = "convoy.kumodo.io/resolved-source"
+	// AnnotationResolvedValuesSource holds, on a render Secret, the
+	// revision of spec.valuesSource its values files were read from, as
+	// AnnotationResolvedSource holds spec.source's: the JSON of a
+	// resolvedSource without its verified signature, on the renders of a
+	// Release that reads a Git or OCI values source. A Release whose
+	// values source asks for signatures uses a stored render only when it
+	// names a revision of its values source that verifies now too
+	// (docs/users/verification.md).
+	AnnotationResolvedValuesSource = "convoy.kumodo.io/resolved-values-source"
 	// LabelDefaultRuleSet marks the default GlobalHealthRuleSets.
 	LabelDefaultRuleSet = "convoy.kumodo.io/default"
 )
