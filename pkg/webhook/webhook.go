@@ -30,10 +30,10 @@ const (
 	Forgejo Type = "forgejo"
 	// BitbucketServer (and Data Center): X-Hub-Signature: sha256=HEX,
 	// HMAC-SHA256 of the body.
-	BitbucketServer Type = "bitbucket-server"
+	BitbucketServer Type = "bitbucket"
 	// Generic: X-Signature-256: sha256=HEX, HMAC-SHA256 of the body, and a
 	// body of GenericPayload's shape, for a CI job or a script.
-	Generic Type = "generic"
+	Generic Type = "generic-hmac"
 	// Harbor: Authorization, the secret itself (Harbor's "Auth Header"),
 	// a token as GitLab's is: it does not sign the body.
 	Harbor Type = "harbor"

@@ -31,6 +31,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&Cluster{}, &ClusterList{},
 		&HealthRuleSet{}, &HealthRuleSetList{},
 		&GlobalHealthRuleSet{}, &GlobalHealthRuleSetList{},
+		&Receiver{}, &ReceiverList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -202,6 +202,26 @@ func (in Pin) OpenAPIModelName() string {
 }
 
 // OpenAPIModelName returns the OpenAPI model name for this type.
+func (in Receiver) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Receiver"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReceiverList) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverList"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReceiverSpec) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverSpec"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
+func (in ReceiverStatus) OpenAPIModelName() string {
+	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverStatus"
+}
+
+// OpenAPIModelName returns the OpenAPI model name for this type.
 func (in Release) OpenAPIModelName() string {
 	return "com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Release"
 }

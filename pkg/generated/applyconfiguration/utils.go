@@ -96,6 +96,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &convoyv1alpha1.OIDCIdentityMatchApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Pin"):
 		return &convoyv1alpha1.PinApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Receiver"):
+		return &convoyv1alpha1.ReceiverApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReceiverSpec"):
+		return &convoyv1alpha1.ReceiverSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReceiverStatus"):
+		return &convoyv1alpha1.ReceiverStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Release"):
 		return &convoyv1alpha1.ReleaseApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReleaseContent"):

@@ -70,6 +70,10 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.OIDCIdentityMatch{}.OpenAPIModelName():                schema_convoy_apiserver_apis_convoy_v1alpha1_OIDCIdentityMatch(ref),
 		v1alpha1.ObjectKey{}.OpenAPIModelName():                        schema_convoy_apiserver_apis_convoy_v1alpha1_ObjectKey(ref),
 		v1alpha1.Pin{}.OpenAPIModelName():                              schema_convoy_apiserver_apis_convoy_v1alpha1_Pin(ref),
+		v1alpha1.Receiver{}.OpenAPIModelName():                         schema_convoy_apiserver_apis_convoy_v1alpha1_Receiver(ref),
+		v1alpha1.ReceiverList{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverList(ref),
+		v1alpha1.ReceiverSpec{}.OpenAPIModelName():                     schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverSpec(ref),
+		v1alpha1.ReceiverStatus{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverStatus(ref),
 		v1alpha1.Release{}.OpenAPIModelName():                          schema_convoy_apiserver_apis_convoy_v1alpha1_Release(ref),
 		v1alpha1.ReleaseContent{}.OpenAPIModelName():                   schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseContent(ref),
 		v1alpha1.ReleaseInventory{}.OpenAPIModelName():                 schema_convoy_apiserver_apis_convoy_v1alpha1_ReleaseInventory(ref),
@@ -1766,6 +1770,216 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_Pin(ref common.ReferenceCallba
 				Required: []string{"renderRef"},
 			},
 		},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_Receiver(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Receiver takes the webhook deliveries of a forge or a registry and refreshes the Releases of its namespace whose source they concern (docs/users/refresh.md).",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.ReceiverSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1alpha1.ReceiverStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.ReceiverSpec{}.OpenAPIModelName(), v1alpha1.ReceiverStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReceiverList is a list of Receivers.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Default: map[string]interface{}{},
+							Ref:     ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Type: []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1alpha1.Receiver{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.Receiver{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReceiverSpec says who sends the deliveries, how they are signed and which Releases they may refresh.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"type": {
+						SchemaProps: spec.SchemaProps{
+							Description: "type is the sender: github, gitlab, gitea, forgejo, bitbucket (Server and Data Center), generic-hmac or harbor.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"secretRef": {
+						SchemaProps: spec.SchemaProps{
+							Description: "secretRef names a Secret of the Receiver's namespace whose key \"token\" holds the shared secret: the HMAC key, or the token the sender sends (gitlab, harbor). It is read as serviceAccountName.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
+						},
+					},
+					"serviceAccountName": {
+						SchemaProps: spec.SchemaProps{
+							Description: "serviceAccountName names a ServiceAccount of the Receiver's namespace that convoy-apiserver reads the Secret as (it needs list and watch of it). Empty: the one named by --default-service-account.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"releases": {
+						SchemaProps: spec.SchemaProps{
+							Description: "releases selects the Releases of the Receiver's namespace a delivery may refresh ({} selects them all); of those, a delivery refreshes only the ones whose source (or values source) it names: the repository, and the branch or tag they follow.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1alpha1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"events": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "events, when set, are the only events of the sender that refresh (X-GitHub-Event push, X-Gitlab-Event \"Push Hook\", Harbor's PUSH_ARTIFACT...); the others are answered and ignored.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"type", "secretRef", "releases"},
+			},
+		},
+		Dependencies: []string{
+			v1alpha1.LabelSelector{}.OpenAPIModelName(), v1alpha1.LocalObjectReference{}.OpenAPIModelName()},
+	}
+}
+
+func schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "ReceiverStatus is what convoy-apiserver observed of a Receiver.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "observedGeneration is the generation the status is of.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"webhookPath": {
+						SchemaProps: spec.SchemaProps{
+							Description: "webhookPath is the path deliveries are POSTed to, on the listener of --receiver-bind-address: /hook/ and 64 hex digits derived from the Receiver's uid and its secret, the same on every replica and across restarts, and a new one when the secret changes. Empty while the Receiver is not Ready.",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type": "map",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "conditions: Ready.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Condition{}.OpenAPIModelName()},
 	}
 }
 

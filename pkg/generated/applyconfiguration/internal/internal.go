@@ -597,6 +597,68 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Receiver
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverStatus
+      default: {}
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverSpec
+  map:
+    fields:
+    - name: events
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: releases
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LabelSelector
+      default: {}
+    - name: secretRef
+      type:
+        namedType: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.LocalObjectReference
+      default: {}
+    - name: serviceAccountName
+      type:
+        scalar: string
+    - name: type
+      type:
+        scalar: string
+      default: ""
+- name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.ReceiverStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: webhookPath
+      type:
+        scalar: string
 - name: com.github.kumodo.convoy-apiserver.apis.convoy.v1alpha1.Release
   map:
     fields:

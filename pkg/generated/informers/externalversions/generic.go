@@ -59,6 +59,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Convoy().V1alpha1().GlobalHealthRuleSets().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("healthrulesets"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Convoy().V1alpha1().HealthRuleSets().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("receivers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Convoy().V1alpha1().Receivers().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("releases"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Convoy().V1alpha1().Releases().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("releaseinventories"):

@@ -38,6 +38,14 @@ type HealthRuleSetListerExpansion interface{}
 // HealthRuleSetNamespaceLister.
 type HealthRuleSetNamespaceListerExpansion interface{}
 
+// ReceiverListerExpansion allows custom methods to be added to
+// ReceiverLister.
+type ReceiverListerExpansion interface{}
+
+// ReceiverNamespaceListerExpansion allows custom methods to be added to
+// ReceiverNamespaceLister.
+type ReceiverNamespaceListerExpansion interface{}
+
 // ReleaseListerExpansion allows custom methods to be added to
 // ReleaseLister.
 type ReleaseListerExpansion interface{}

@@ -30,6 +30,8 @@ type Interface interface {
 	GlobalHealthRuleSets() TypedGlobalHealthRuleSetInformer
 	// HealthRuleSets returns a HealthRuleSetInformer.
 	HealthRuleSets() TypedHealthRuleSetInformer
+	// Receivers returns a ReceiverInformer.
+	Receivers() TypedReceiverInformer
 	// Releases returns a ReleaseInformer.
 	Releases() TypedReleaseInformer
 	// ReleaseInventories returns a ReleaseInventoryInformer.
@@ -60,6 +62,11 @@ func (v *version) GlobalHealthRuleSets() TypedGlobalHealthRuleSetInformer {
 // HealthRuleSets returns a TypedHealthRuleSetInformer.
 func (v *version) HealthRuleSets() TypedHealthRuleSetInformer {
 	return &healthRuleSetInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// Receivers returns a TypedReceiverInformer.
+func (v *version) Receivers() TypedReceiverInformer {
+	return &receiverInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // Releases returns a TypedReleaseInformer.

@@ -31,6 +31,7 @@ type ConvoyV1alpha1Interface interface {
 	ClustersGetter
 	GlobalHealthRuleSetsGetter
 	HealthRuleSetsGetter
+	ReceiversGetter
 	ReleasesGetter
 	ReleaseInventoriesGetter
 }
@@ -50,6 +51,10 @@ func (c *ConvoyV1alpha1Client) GlobalHealthRuleSets() GlobalHealthRuleSetInterfa
 
 func (c *ConvoyV1alpha1Client) HealthRuleSets(namespace string) HealthRuleSetInterface {
 	return newHealthRuleSets(c, namespace)
+}
+
+func (c *ConvoyV1alpha1Client) Receivers(namespace string) ReceiverInterface {
+	return newReceivers(c, namespace)
 }
 
 func (c *ConvoyV1alpha1Client) Releases(namespace string) ReleaseInterface {

@@ -24,6 +24,8 @@ type GlobalHealthRuleSetExpansion interface{}
 
 type HealthRuleSetExpansion interface{}
 
+type ReceiverExpansion interface{}
+
 type ReleaseExpansion interface{}
 
 type ReleaseInventoryExpansion interface{}

@@ -40,6 +40,10 @@ func (c *FakeConvoyV1alpha1) HealthRuleSets(namespace string) v1alpha1.HealthRul
 	return newFakeHealthRuleSets(c, namespace)
 }
 
+func (c *FakeConvoyV1alpha1) Receivers(namespace string) v1alpha1.ReceiverInterface {
+	return newFakeReceivers(c, namespace)
+}
+
 func (c *FakeConvoyV1alpha1) Releases(namespace string) v1alpha1.ReleaseInterface {
 	return newFakeReleases(c, namespace)
 }
