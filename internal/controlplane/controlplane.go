@@ -13,6 +13,7 @@ package controlplane
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,10 @@ type Options struct {
 	// Workloads starts kube-controller-manager, kube-scheduler and kwok with
 	// a simulated Node, so that Deployments get Pods that become Ready.
 	Workloads bool
+	// Receivers makes every convoy-apiserver started also take webhook
+	// deliveries, on a port of its own on 127.0.0.1 over HTTPS with its
+	// serving certificate (--receiver-bind-address; ReceiverURL).
+	Receivers bool
 	// DeferConvoy keeps Start from starting and registering
 	// convoy-apiserver: StartConvoyAPIServer starts one later.
 	DeferConvoy bool
@@ -215,6 +220,14 @@ func (c *ControlPlane) AdminKubeconfig() string { return c.kas.kubeconfig }
 
 // AdminConfig returns a copy of the admin rest.Config.
 func (c *ControlPlane) AdminConfig() *rest.Config { return rest.CopyConfig(c.kas.config) }
+
+// ConvoyCA is the pool of the authority that signs the serving certificate
+// of every convoy-apiserver started (for 127.0.0.1 and localhost).
+func (c *ControlPlane) ConvoyCA() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(c.pki.convoyCA.cert)
+	return pool
+}
 
 // Kubectl returns the built kubectl set up for the admin kubeconfig. The
 // kubeconfig goes in through KUBECONFIG, not a flag, so kubectl plugins work

@@ -39,8 +39,19 @@ var (
 
 // ConvoyProcess is one running convoy-apiserver.
 type ConvoyProcess struct {
-	proc *process
-	port int
+	proc         *process
+	port         int
+	receiverPort int
+}
+
+// ReceiverURL is the base URL of its webhook listener (Options.Receivers),
+// "" when it has none: https://127.0.0.1:PORT, with the serving
+// certificate that ConvoyCA verifies.
+func (p *ConvoyProcess) ReceiverURL() string {
+	if p.receiverPort == 0 {
+		return ""
+	}
+	return "https://127.0.0.1:" + strconv.Itoa(p.receiverPort)
 }
 
 // Stop stops this convoy-apiserver (SIGTERM, SIGKILL after a few seconds).
@@ -126,12 +137,19 @@ func (c *ControlPlane) startConvoy(ctx context.Context, binary string, extraArgs
 		"--authentication-kubeconfig=" + cred.kubeconfig,
 		"--authorization-kubeconfig=" + cred.kubeconfig,
 	}
+	receiverPort := 0
+	if c.opts.Receivers {
+		if receiverPort, err = freePort(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--receiver-bind-address=127.0.0.1:"+strconv.Itoa(receiverPort))
+	}
 	args = append(append(args, c.opts.ConvoyArgs...), extraArgs...)
 	proc, err := c.launch(fmt.Sprintf("%s-%d", convoyName, n), binary, args, c.opts.ConvoyEnv)
 	if err != nil {
 		return nil, err
 	}
-	p := &ConvoyProcess{proc: proc, port: port}
+	p := &ConvoyProcess{proc: proc, port: port, receiverPort: receiverPort}
 	began := time.Now()
 	if err := c.waitConvoyServing(ctx, p, false); err != nil {
 		_ = p.Stop()
