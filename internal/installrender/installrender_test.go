@@ -352,7 +352,10 @@ func TestChartNotes(t *testing.T) {
 	notes := render(t, map[string]any{"tenancy": map[string]any{"mode": "cluster"}, "servingCert": map[string]any{"source": "selfSigned"}}, false).Notes
 	assert.Contains(t, notes, "WARNING: tenancy.mode=cluster")
 	assert.Contains(t, notes, "WARNING: servingCert.source=selfSigned")
-	assert.Contains(t, render(t, nil, false).Notes, "kubectl create rolebinding convoy-apiserver:impersonate")
+	defaults := render(t, nil, false).Notes
+	assert.Contains(t, defaults, "kubectl create rolebinding convoy-apiserver:impersonate")
+	assert.Contains(t, defaults, "convoy-system/convoy-apiserver-receiver", "where deliveries go")
+	assert.NotContains(t, render(t, map[string]any{"receiver": map[string]any{"enabled": false}}, false).Notes, "convoy-apiserver-receiver")
 }
 
 // TestChartCopiesAreCurrent checks that the chart's copies (crds/, files/)
