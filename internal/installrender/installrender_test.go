@@ -244,11 +244,33 @@ func TestChartValues(t *testing.T) {
 		{"a tag", "image: {repository: r.example/c, tag: v9.9.9}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			assert.Equal(t, "r.example/c:v9.9.9", deployment(t, objs).Spec.Template.Spec.Containers[0].Image)
 		}},
-		{"the flags", "server: {securePort: 9443, renderMemoryLimit: 536870912, extraArgs: {resync: 5m, cache: false}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+		{"the flags", "{server: {securePort: 9443, renderMemoryLimit: 536870912, extraArgs: {resync: 5m, cache: false}}, receiver: {port: 10443}}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			c := deployment(t, objs).Spec.Template.Spec.Containers[0]
 			assert.Equal(t, []string{"--secure-port=9443", tlsArgs[0], tlsArgs[1], "--leader-elect=true", "--leader-elect-resource-namespace=convoy-system",
-				"--max-concurrent-renders=4", "--render-memory-limit=536870912", "-v=2", "--cache=false", "--resync=5m"}, c.Args)
+				"--max-concurrent-renders=4", "--render-memory-limit=536870912", "--receiver-bind-address=:10443", "-v=2", "--cache=false", "--resync=5m"}, c.Args)
+			require.Len(t, c.Ports, 2)
 			assert.Equal(t, int32(9443), c.Ports[0].ContainerPort)
+			assert.Equal(t, "receiver", c.Ports[1].Name)
+			assert.Equal(t, int32(10443), c.Ports[1].ContainerPort)
+		}},
+		{"the receivers' Service", "receiver: {service: {type: LoadBalancer, port: 8443, annotations: {a.example/b: c}}}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			svc := find(objs, "Service", Namespace, "convoy-apiserver-receiver")
+			require.NotNil(t, svc)
+			typ, _, _ := unstructured.NestedString(svc.Object, "spec", "type")
+			assert.Equal(t, "LoadBalancer", typ)
+			ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+			require.Len(t, ports, 1)
+			assert.Equal(t, map[string]any{"name": "receiver", "port": float64(8443), "targetPort": "receiver", "protocol": "TCP"}, ports[0])
+			assert.Equal(t, map[string]string{"a.example/b": "c"}, svc.GetAnnotations())
+		}},
+		{"no receivers", "receiver: {enabled: false}", func(t *testing.T, objs []*unstructured.Unstructured) {
+			c := deployment(t, objs).Spec.Template.Spec.Containers[0]
+			for _, a := range c.Args {
+				assert.NotContains(t, a, "--receiver-")
+			}
+			require.Len(t, c.Ports, 1)
+			assert.Equal(t, "https", c.Ports[0].Name)
+			assert.Nil(t, find(objs, "Service", Namespace, "convoy-apiserver-receiver"))
 		}},
 		{"self-signed for development", "servingCert: {source: selfSigned}", func(t *testing.T, objs []*unstructured.Unstructured) {
 			c := deployment(t, objs).Spec.Template.Spec.Containers[0]
@@ -311,6 +333,8 @@ func TestChartRefuses(t *testing.T) {
 		{"an unknown tenancy mode", "tenancy: {mode: everyone}", "/tenancy/mode"},
 		{"namespaces with cluster mode", "tenancy: {mode: cluster, namespaces: [a]}", "tenancy.namespaces"},
 		{"a CA bundle with cert-manager", "servingCert: {source: certManager, caBundle: Q0E=}", "servingCert.caBundle"},
+		{"the receivers on the API's port", "receiver: {port: 8443}", "receiver.port is server.securePort"},
+		{"an unknown Service type", "receiver: {service: {type: ExternalName}}", "/receiver/service/type"},
 		{"an unknown value", "replica: 3", "replica"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -328,7 +352,10 @@ func TestChartNotes(t *testing.T) {
 	notes := render(t, map[string]any{"tenancy": map[string]any{"mode": "cluster"}, "servingCert": map[string]any{"source": "selfSigned"}}, false).Notes
 	assert.Contains(t, notes, "WARNING: tenancy.mode=cluster")
 	assert.Contains(t, notes, "WARNING: servingCert.source=selfSigned")
-	assert.Contains(t, render(t, nil, false).Notes, "kubectl create rolebinding convoy-apiserver:impersonate")
+	defaults := render(t, nil, false).Notes
+	assert.Contains(t, defaults, "kubectl create rolebinding convoy-apiserver:impersonate")
+	assert.Contains(t, defaults, "convoy-system/convoy-apiserver-receiver", "where deliveries go")
+	assert.NotContains(t, render(t, map[string]any{"receiver": map[string]any{"enabled": false}}, false).Notes, "convoy-apiserver-receiver")
 }
 
 // TestChartCopiesAreCurrent checks that the chart's copies (crds/, files/)

@@ -27,6 +27,7 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -57,6 +58,8 @@ const (
 	deployDir        = "artifacts/deploy"
 	deployDevDir     = "artifacts/deploy/dev"
 	deployBaseDir    = "artifacts/deploy/base"
+	receiverService  = "convoy-apiserver-receiver"
+	receiverIngress  = "artifacts/deploy/receiver-ingress.yaml"
 	certManagerDir   = "artifacts/deploy/cert-manager"
 	userRolesFile    = "artifacts/deploy/base/user-roles.yaml"
 	convoyViewRole   = "convoy-view"
@@ -77,12 +80,14 @@ var (
 		"--leader-elect-resource-namespace=convoy-system",
 		"--max-concurrent-renders=4",
 		"--render-memory-limit=268435456",
+		"--receiver-bind-address=:9443",
 		"-v=2",
 	}
 	devArgs = []string{
 		"--secure-port=8443",
 		"--leader-elect=true",
 		"--leader-elect-resource-namespace=convoy-system",
+		"--receiver-bind-address=:9443",
 		"-v=2",
 	}
 )
@@ -182,7 +187,7 @@ func TestDeployRender(t *testing.T) {
 	// dropped or altered nothing.
 	var want []*unstructured.Unstructured
 	for _, glob := range []string{"artifacts/crds/*.yaml", "artifacts/rbac/*.yaml", "artifacts/rules/*.yaml",
-		deployBaseDir + "/user-roles.yaml", deployBaseDir + "/metrics-reader.yaml", deployBaseDir + "/deployment.yaml", deployBaseDir + "/pdb.yaml", deployBaseDir + "/apiservice.yaml"} {
+		deployBaseDir + "/user-roles.yaml", deployBaseDir + "/metrics-reader.yaml", deployBaseDir + "/deployment.yaml", deployBaseDir + "/pdb.yaml", deployBaseDir + "/apiservice.yaml", deployBaseDir + "/receiver.yaml"} {
 		want = append(want, sourceObjects(t, glob)...)
 	}
 	got, wantByKey := byKey(t, rendered), byKey(t, want)
@@ -231,8 +236,11 @@ func TestDeployRender(t *testing.T) {
 	// The tag of a release, the chart's appVersion
 	// (installrender.TestChartImageTagMatchesKustomize).
 	assert.Equal(t, "ghcr.io/kumodo/convoy-apiserver:v0.1.0", c.Image)
-	require.Len(t, c.Ports, 1)
+	// The aggregated API and the webhook receivers on ports of their own.
+	require.Len(t, c.Ports, 2)
 	assert.Equal(t, corev1.ContainerPort{Name: "https", ContainerPort: 8443, Protocol: corev1.ProtocolTCP}, c.Ports[0])
+	assert.Equal(t, corev1.ContainerPort{Name: "receiver", ContainerPort: 9443, Protocol: corev1.ProtocolTCP}, c.Ports[1])
+	assert.Contains(t, c.Args, "--receiver-bind-address=:9443", "the listener of deliveries binds the port receiver")
 	for path, probe := range map[string]*corev1.Probe{"/livez": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
 		require.NotNil(t, probe, path)
 		require.NotNil(t, probe.HTTPGet, path)
@@ -325,6 +333,18 @@ func TestDeployRender(t *testing.T) {
 	assert.Equal(t, int32(443), svc.Spec.Ports[0].Port)
 	assert.Equal(t, "https", svc.Spec.Ports[0].TargetPort.String())
 
+	// The receivers' Service selects the Pods and sends 443 to their
+	// receiver port; its port is not named https, so that a ServiceMonitor
+	// of the port https does not scrape the listener of deliveries.
+	var receiverSvc corev1.Service
+	typed(t, find(t, rendered, "/Service", deployNamespace, receiverService), &receiverSvc)
+	assert.Equal(t, corev1.ServiceTypeClusterIP, receiverSvc.Spec.Type)
+	assert.True(t, labels.SelectorFromSet(receiverSvc.Spec.Selector).Matches(podLabels), "the receivers' Service selects the Pods")
+	require.Len(t, receiverSvc.Spec.Ports, 1)
+	assert.Equal(t, int32(443), receiverSvc.Spec.Ports[0].Port)
+	assert.Equal(t, "receiver", receiverSvc.Spec.Ports[0].TargetPort.String())
+	assert.NotEqual(t, "https", receiverSvc.Spec.Ports[0].Name)
+
 	// The PDB selects the Pods.
 	var pdb policyv1.PodDisruptionBudget
 	typed(t, find(t, rendered, "policy/PodDisruptionBudget", deployNamespace, deployName), &pdb)
@@ -359,6 +379,55 @@ func TestDeployRender(t *testing.T) {
 		}
 	}
 	assert.Subset(t, leaseVerbs, []string{"get", "create", "update"})
+
+	// Webhook receivers: the server lists and watches Receivers and writes
+	// their status; it reads Secrets with no role of its own (a Receiver's
+	// Secret is read as the Receiver's ServiceAccount).
+	var server rbacv1.ClusterRole
+	typed(t, find(t, rendered, "rbac.authorization.k8s.io/ClusterRole", "", deployName), &server)
+	for _, v := range []string{"list", "watch"} {
+		assert.True(t, hasRule(server.Rules, "convoy.kumodo.io", "receivers", v), "receivers %s", v)
+	}
+	assert.True(t, hasRule(server.Rules, "convoy.kumodo.io", "receivers/status", "patch"))
+	for _, r := range server.Rules {
+		assert.NotContains(t, r.Resources, "secrets", "convoy-apiserver's own role names no Secret")
+		assert.NotContains(t, r.Resources, "*")
+	}
+}
+
+// TestDeployReceiverIngress checks the example Ingress of the receivers,
+// which artifacts/deploy does not apply: it routes only the prefix /hook/,
+// only to the receivers' Service and its port, re-encrypting to HTTPS, and
+// the control plane accepts it (server-side dry run).
+func TestDeployReceiverIngress(t *testing.T) {
+	t.Parallel()
+	for _, o := range kustomize(t, filepath.Join(env.root, deployDir)) {
+		assert.NotEqual(t, "Ingress", o.GetKind(), "artifacts/deploy applies no Ingress")
+	}
+	objs := sourceObjects(t, receiverIngress)
+	require.Len(t, objs, 1)
+	var ing networkingv1.Ingress
+	typed(t, objs[0], &ing)
+	assert.Equal(t, deployNamespace, ing.Namespace, "in the namespace of the Service")
+	assert.Equal(t, "HTTPS", ing.Annotations["nginx.ingress.kubernetes.io/backend-protocol"], "TLS again to the Pods")
+	assert.NotEmpty(t, ing.Spec.TLS, "TLS towards the senders")
+	assert.Nil(t, ing.Spec.DefaultBackend)
+	require.Len(t, ing.Spec.Rules, 1)
+	require.NotNil(t, ing.Spec.Rules[0].HTTP)
+	require.Len(t, ing.Spec.Rules[0].HTTP.Paths, 1)
+	p := ing.Spec.Rules[0].HTTP.Paths[0]
+	assert.Equal(t, "/hook/", p.Path)
+	require.NotNil(t, p.PathType)
+	assert.Equal(t, networkingv1.PathTypePrefix, *p.PathType)
+	require.NotNil(t, p.Backend.Service)
+	assert.Equal(t, receiverService, p.Backend.Service.Name)
+	var svc corev1.Service
+	typed(t, find(t, kustomize(t, filepath.Join(env.root, deployDir)), "/Service", deployNamespace, receiverService), &svc)
+	assert.Equal(t, svc.Spec.Ports[0].Name, p.Backend.Service.Port.Name, "the Service's port")
+
+	out := mustKubectl(t, "", "", "apply", "--server-side", "--dry-run=server", "--field-manager="+deployFieldManager,
+		"-f", filepath.Join(env.root, receiverIngress))
+	assert.Contains(t, out, "serverside-applied (server dry run)")
 }
 
 // TestDeployDevOverlay renders artifacts/deploy/dev: the same objects, only
@@ -644,7 +713,10 @@ func TestDeployMissingServingCert(t *testing.T) {
 	args := renderedDeployment(t, kustomize(t, filepath.Join(env.root, deployDir))).Spec.Template.Spec.Containers[0].Args
 	_, err := os.Stat("/var/run/serving-cert/tls.crt")
 	require.True(t, os.IsNotExist(err), "this machine has /var/run/serving-cert/tls.crt")
+	// The last --receiver-bind-address wins: a loopback port, not :9443 of
+	// this machine.
 	args = append(slices.Clone(args), "--secure-port="+strconv.Itoa(closedPort(t)), "--bind-address=127.0.0.1",
+		"--receiver-bind-address=127.0.0.1:"+strconv.Itoa(closedPort(t)),
 		"--kubeconfig="+filepath.Join(env.cp.Dir(), "convoy.kubeconfig"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -661,9 +733,12 @@ func TestDeployDevSelfSignedCert(t *testing.T) {
 	// Not parallel: it runs a second convoy-apiserver, with leader election,
 	// on the control plane.
 	args := renderedDeployment(t, kustomize(t, filepath.Join(env.root, deployDevDir))).Spec.Template.Spec.Containers[0].Args
-	port := closedPort(t)
+	port, receiverPort := closedPort(t), closedPort(t)
 	kubeconfig := filepath.Join(env.cp.Dir(), "convoy.kubeconfig") // the ServiceAccount's token, as in a Pod
-	args = append(slices.Clone(args), "--secure-port="+strconv.Itoa(port), "--bind-address=127.0.0.1", "--kubeconfig="+kubeconfig)
+	// The last --receiver-bind-address wins: a loopback port, not :9443 of
+	// this machine.
+	args = append(slices.Clone(args), "--secure-port="+strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--receiver-bind-address=127.0.0.1:"+strconv.Itoa(receiverPort), "--kubeconfig="+kubeconfig)
 	work := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "convoy-apiserver.log")
 	logFile, err := os.Create(logPath)
@@ -709,6 +784,22 @@ func TestDeployDevSelfSignedCert(t *testing.T) {
 	assert.Contains(t, leaf.DNSNames, "localhost")
 	roots := state.PeerCertificates[len(state.PeerCertificates)-1]
 	assert.Equal(t, roots.Subject.String(), roots.Issuer.String(), "the chain ends in a self-signed certificate")
+
+	// The receivers' listener serves HTTPS with the same certificate: a
+	// path of no Receiver is 404.
+	eventually(t, "the receivers' listener answers with the dev arguments", func(ctx context.Context) error {
+		resp, err := client.Post("https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(receiverPort))+"/hook/"+strings.Repeat("0", 64), "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return fmt.Errorf("%w; log: %s", err, lastLines(string(readFile(t, logPath)), 3))
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			return fmt.Errorf("POST /hook/...: %s, want 404", resp.Status)
+		}
+		require.NotEmpty(t, resp.TLS.PeerCertificates)
+		assert.Equal(t, leaf.Raw, resp.TLS.PeerCertificates[0].Raw, "the certificate of the aggregated API")
+		return nil
+	})
 	stop()
 	log := string(readFile(t, logPath))
 	assert.Contains(t, log, "Generated self-signed cert in-memory")

@@ -55,6 +55,9 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- if and (eq .Values.tenancy.mode "cluster") .Values.tenancy.namespaces }}
 {{- fail "tenancy.namespaces is for tenancy.mode=namespaces: with mode cluster every namespace is already covered" }}
 {{- end }}
+{{- if and .Values.receiver.enabled (eq (int64 .Values.receiver.port) (int64 .Values.server.securePort)) }}
+{{- fail (printf "receiver.port is server.securePort (%d): the receivers' listener needs a port of its own" (int64 .Values.receiver.port)) }}
+{{- end }}
 {{- if and .Values.servingCert.caBundle (ne .Values.servingCert.source "secret") }}
 {{- fail "servingCert.caBundle is for servingCert.source=secret" }}
 {{- end }}
