@@ -831,6 +831,7 @@ func TestDeployUserRoles(t *testing.T) {
 		assertForbidden(t, kubectl(t, viewer, "{}", "create", "--raw", syncPath(ns, "web"), "-f", "-"), "POST sync")
 		assertForbidden(t, kubectl(t, viewer, "", "label", "-n", ns, "releases.convoy.kumodo.io", "web", "team=a"), "patch a Release")
 		assertForbidden(t, kubectl(t, viewer, healthRuleSet, "create", "-n", ns, "--dry-run=server", "-f", "-"), "create a HealthRuleSet")
+		assertForbidden(t, kubectl(t, viewer, receiverManifest, "create", "-n", ns, "--dry-run=server", "-f", "-"), "create a Receiver")
 	})
 	t.Run(convoyEditRole, func(t *testing.T) {
 		canRead(t, editor, ns)
@@ -917,6 +918,17 @@ metadata:
   name: e2e-inventory
 `
 
+const receiverManifest = `apiVersion: convoy.kumodo.io/v1alpha1
+kind: Receiver
+metadata:
+  name: e2e-receiver
+spec:
+  type: github
+  secretRef:
+    name: e2e-receiver-token
+  releases: {}
+`
+
 const clusterManifest = `apiVersion: convoy.kumodo.io/v1alpha1
 kind: Cluster
 metadata:
@@ -939,10 +951,11 @@ func canRead(t *testing.T, kubeconfig, ns string) {
 	mustKubectl(t, kubeconfig, "", "get", "--raw", previewPath(ns, "web"))
 	out = mustKubectl(t, kubeconfig, "", "get", "-n", ns, "releases.convoy.kumodo.io", "-o", "name")
 	assert.Contains(t, out, "release.convoy.kumodo.io/web")
+	mustKubectl(t, kubeconfig, "", "get", "-n", ns, "receivers.convoy.kumodo.io")
 }
 
 // canWrite checks POST sync, a patch of the Release and the creation of a
-// HealthRuleSet (a dry run: authorization is checked all the same).
+// HealthRuleSet and of a Receiver (a dry run: authorization is checked all the same).
 func canWrite(t *testing.T, kubeconfig, ns, userName string) {
 	t.Helper()
 	out := mustKubectl(t, kubeconfig, "{}", "create", "--raw", syncPath(ns, "web"), "-f", "-")
@@ -951,6 +964,7 @@ func canWrite(t *testing.T, kubeconfig, ns, userName string) {
 	assert.Equal(t, userName, s.RequestedBy)
 	mustKubectl(t, kubeconfig, "", "label", "--overwrite", "-n", ns, "releases.convoy.kumodo.io", "web", "edited-by="+userName)
 	mustKubectl(t, kubeconfig, healthRuleSet, "create", "-n", ns, "--dry-run=server", "-f", "-")
+	mustKubectl(t, kubeconfig, receiverManifest, "create", "-n", ns, "--dry-run=server", "-f", "-")
 }
 
 func assertForbidden(t *testing.T, r kubectlResult, what string) {
