@@ -98,8 +98,11 @@ type Index struct {
 	byPath map[string]Entry
 	pathOf map[cache.ObjectName]string
 
-	// watches and waiting are the worker's alone.
+	// watches, written and waiting are the worker's alone.
 	watches map[cache.ObjectName]*secretWatch
+	// written is the status last applied to each Receiver, until the
+	// informer shows the Receiver it was applied to changed.
+	written map[cache.ObjectName]written
 	// waiting are the Receivers of the first list whose Secret is not known
 	// yet; synced is set once there are none.
 	waiting map[cache.ObjectName]bool
@@ -132,6 +135,7 @@ func New(cfg Config) *Index {
 		byPath:  map[string]Entry{},
 		pathOf:  map[cache.ObjectName]string{},
 		watches: map[cache.ObjectName]*secretWatch{},
+		written: map[cache.ObjectName]written{},
 	}
 	return i
 }
@@ -288,6 +292,7 @@ func (i *Index) watchOf(ctx context.Context, key cache.ObjectName, r *convoyv1al
 func (i *Index) forget(ctx context.Context, key cache.ObjectName) {
 	i.put(key, nil)
 	i.settle(key)
+	delete(i.written, key)
 	if i.watches[key] != nil {
 		i.stopWatch(key)
 		klog.FromContext(ctx).V(2).Info("Stopped watching the Secret of a Receiver that is gone", "receiver", key)

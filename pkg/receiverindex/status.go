@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -131,8 +132,17 @@ func refusal(r *convoyv1alpha1.Receiver, s secretState, secret string) verdict {
 		s.id, secret, r.Name, ns, s.name, r.Name, ns, r.Name, ns, s.id.Name)
 }
 
+// written is a status applied to a Receiver, and the resourceVersion of
+// the Receiver the informer showed then (basis).
+type written struct {
+	basis, path     string
+	generation      int64
+	status          metav1.ConditionStatus
+	reason, message string
+}
+
 // writeStatus applies the status of r that v says, unless r shows it
-// already.
+// already or it was applied already to r as the informer shows it.
 func (i *Index) writeStatus(ctx context.Context, r *convoyv1alpha1.Receiver, v verdict) error {
 	status, path := metav1.ConditionFalse, ""
 	if v.entry != nil {
@@ -141,6 +151,13 @@ func (i *Index) writeStatus(ctx context.Context, r *convoyv1alpha1.Receiver, v v
 	old := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionReady)
 	if old != nil && r.Status.ObservedGeneration == r.Generation && r.Status.WebhookPath == path &&
 		old.Status == status && old.Reason == v.reason && old.Message == v.message && old.ObservedGeneration == r.Generation {
+		return nil
+	}
+	// The informer may not show the last apply yet: an event of the
+	// Secret can come first.
+	key := cache.MetaObjectToName(r)
+	now := written{basis: r.ResourceVersion, generation: r.Generation, path: path, status: status, reason: v.reason, message: v.message}
+	if last, ok := i.written[key]; ok && last == now {
 		return nil
 	}
 	since := metav1.NewTime(i.cfg.Clock.Now())
@@ -157,8 +174,10 @@ func (i *Index) writeStatus(ctx context.Context, r *convoyv1alpha1.Receiver, v v
 		convoyapply.Receiver(r.Name, r.Namespace).WithStatus(next),
 		metav1.ApplyOptions{FieldManager: convoyv1alpha1.FieldManagerReceiver, Force: true})
 	if err != nil {
+		delete(i.written, key)
 		return err
 	}
+	i.written[key] = now
 	klog.FromContext(ctx).V(2).Info("Wrote the Ready condition of a Receiver", "receiver", klog.KObj(r),
 		"status", status, "reason", v.reason, "message", v.message)
 	return nil
