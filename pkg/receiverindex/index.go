@@ -243,11 +243,10 @@ func (i *Index) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get Receiver %s: %w", key, err)
 	}
-	w, err := i.watchOf(ctx, key, r)
+	v, known, err := i.verdictOf(ctx, key, r)
 	if err != nil {
 		return err
 	}
-	v, known := judge(r, w.read())
 	if !known {
 		return nil // the Secret's first list is under way; its end enqueues key
 	}
@@ -257,6 +256,23 @@ func (i *Index) sync(ctx context.Context, key cache.ObjectName) error {
 		return fmt.Errorf("apply the status of Receiver %s: %w", key, err)
 	}
 	return nil
+}
+
+// verdictOf returns the verdict on r, the Receiver key, and whether it is
+// known yet (see judge).
+func (i *Index) verdictOf(ctx context.Context, key cache.ObjectName, r *convoyv1alpha1.Receiver) (verdict, bool, error) {
+	if r.Spec.SecretRef.Name == "" { // the CRD refuses it; a field selector of no name would list every Secret
+		if i.watches[key] != nil {
+			i.stopWatch(key)
+		}
+		return notReady(ReasonSecretNotFound, "spec.secretRef.name names no Secret"), true, nil
+	}
+	w, err := i.watchOf(ctx, key, r)
+	if err != nil {
+		return verdict{}, false, err
+	}
+	v, known := judge(r, w.read())
+	return v, known, nil
 }
 
 // watchOf returns the Secret watch of r, starting it, or starting it again
