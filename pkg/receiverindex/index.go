@@ -250,8 +250,8 @@ func (i *Index) sync(ctx context.Context, key cache.ObjectName) error {
 	if !known {
 		return nil // the Secret's first list is under way; its end enqueues key
 	}
-	i.settle(key)
 	i.put(key, v.entry)
+	i.settle(key) // after put: HasSynced promises the entry
 	if err := i.writeStatus(ctx, r, v); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("apply the status of Receiver %s: %w", key, err)
 	}

@@ -156,11 +156,13 @@ func (f *fixture) updateSecret(t *testing.T, s *corev1.Secret) {
 
 func TestReady(t *testing.T) {
 	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret")))
+	path := WebhookPath(ns, "gh", "uid-gh", []byte("s3cret"))
+	_, ok := f.idx.Lookup(path)
+	assert.True(t, ok, "synced: the Receivers Ready at the start are in the index")
 	r, c := f.wait(t, "gh", ReasonReady)
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, start, c.LastTransitionTime.UTC())
 	assert.Equal(t, int64(1), r.Status.ObservedGeneration)
-	path := WebhookPath(ns, "gh", "uid-gh", []byte("s3cret"))
 	assert.Equal(t, path, r.Status.WebhookPath)
 
 	e, ok := f.idx.Lookup(path)
