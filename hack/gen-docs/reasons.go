@@ -11,7 +11,7 @@ import (
 // each, whose heading is its name (reasons.md#sourcenotfound).
 func ReasonsPage(reasons []failure.Reason) string {
 	b := page("Reasons",
-		"Every reason convoy-apiserver gives: in the conditions of a Release (InSync, Healthy), the answers of its subresources, its Events, and the refusal metrics.",
+		"Every reason convoy-apiserver gives: in the conditions of a Release (InSync, Healthy), the answers of its subresources, its Events, the Ready condition of a Receiver (Receiver), and the refusal metrics.",
 		"A refusal is convoy-apiserver declining an input (a policy, a limit), rather than something it depends on failing; the refusal metrics count it by reason.")
 
 	rows := make([][]string, 0, len(reasons))

@@ -328,6 +328,17 @@ func accessFailure(err error) error {
 	return failure.Quiet(ReasonClusterNotFound, err, "%v", err)
 }
 
+// KubeAs returns the clientset of id on the local cluster: the cached one
+// ForRelease gives the Releases that act as id, whose requests impersonate
+// id over convoy-apiserver's own connections. No I/O.
+func (p *Provider) KubeAs(id Identity) (kubernetes.Interface, error) {
+	h, err := p.homeOf(id)
+	if err != nil {
+		return nil, err
+	}
+	return h.kube, nil
+}
+
 // homeOf returns the cached clients of id, building them the first time.
 func (p *Provider) homeOf(id Identity) (*homeClients, error) {
 	p.mu.Lock()

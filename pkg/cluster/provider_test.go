@@ -697,3 +697,18 @@ func TestClusterAddressPolicy(t *testing.T) {
 		})
 	}
 }
+
+// KubeAs gives the clientset ForRelease gives a Release of the same
+// identity, built once.
+func TestKubeAs(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := Identity{Namespace: ns, Name: "deployer"}
+	kube, err := f.provider.KubeAs(id)
+	require.NoError(t, err)
+	r := release("")
+	r.Spec.ServiceAccountName = "deployer"
+	access, err := f.provider.ForRelease(context.Background(), r)
+	require.NoError(t, err)
+	assert.Same(t, access.Home, kube)
+	assert.Equal(t, []Identity{id}, f.identities, "the clients of an identity are built once")
+}

@@ -56,6 +56,8 @@ const (
 	Response Where = "Response"
 	// Event: an Event of the Release.
 	Event Where = "Event"
+	// Receiver: the Ready condition of a Receiver.
+	Receiver Where = "Receiver"
 )
 
 // Reason is a reason declared with Declare: its name, its class, where it
