@@ -31,7 +31,7 @@
 // # Ready
 //
 // A Receiver is Ready, and in the index, when its selector is valid and
-// its Secret holds a token of 1 to MaxTokenBytes bytes. Its path,
+// its Secret holds a token of MinTokenBytes to MaxTokenBytes bytes. Its path,
 // WebhookPath, is derived from its namespace, name, uid and token: the
 // same on every replica and across restarts, unguessable without the
 // token, and a new one when the token changes. The status is applied

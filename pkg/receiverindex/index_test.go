@@ -155,8 +155,8 @@ func (f *fixture) updateSecret(t *testing.T, s *corev1.Secret) {
 }
 
 func TestReady(t *testing.T) {
-	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret")))
-	path := WebhookPath(ns, "gh", "uid-gh", []byte("s3cret"))
+	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret-of-sixteen-bytes")))
+	path := WebhookPath(ns, "gh", "uid-gh", []byte("s3cret-of-sixteen-bytes"))
 	_, ok := f.idx.Lookup(path)
 	assert.True(t, ok, "synced: the Receivers Ready at the start are in the index")
 	r, c := f.wait(t, "gh", ReasonReady)
@@ -167,7 +167,7 @@ func TestReady(t *testing.T) {
 
 	e, ok := f.idx.Lookup(path)
 	require.True(t, ok)
-	assert.Equal(t, []byte("s3cret"), e.Token)
+	assert.Equal(t, []byte("s3cret-of-sixteen-bytes"), e.Token)
 	assert.Equal(t, webhook.GitHub, e.Type)
 	assert.Equal(t, []string{"push"}, e.Events)
 	assert.Equal(t, Entry{Namespace: ns, Name: "gh", UID: "uid-gh", Generation: 1}, Entry{Namespace: e.Namespace, Name: e.Name, UID: e.UID, Generation: e.Generation})
@@ -177,7 +177,7 @@ func TestReady(t *testing.T) {
 	assert.False(t, ok)
 
 	assert.Equal(t, []cluster.Identity{{Namespace: ns, Name: defaultSA}}, f.identities(), "the Secret is read as the default ServiceAccount")
-	assert.NotContains(t, c.Message, "s3cret")
+	assert.NotContains(t, c.Message, "s3cret-of-sixteen-bytes")
 }
 
 func TestNotReady(t *testing.T) {
@@ -193,12 +193,14 @@ func TestNotReady(t *testing.T) {
 			reason: ReasonSecretKeyMissing, message: `Secret team-a/hook-token has no key "token"`},
 		{name: "empty", objs: []runtime.Object{secretObj(token(""))},
 			reason: ReasonSecretKeyMissing, message: `key "token" of Secret team-a/hook-token is empty`},
+		{name: "too short", objs: []runtime.Object{secretObj(token("short"))},
+			reason: ReasonSecretKeyMissing, message: `key "token" of Secret team-a/hook-token is 5 bytes: a shared secret needs at least 16 (openssl rand -hex 32 makes one)`},
 		{name: "too long", objs: []runtime.Object{secretObj(token(strings.Repeat("x", MaxTokenBytes+1)))},
 			reason: ReasonSecretKeyMissing, message: `key "token" of Secret team-a/hook-token is longer than 4096 bytes`},
-		{name: "no Secret named", objs: []runtime.Object{secretObj(token("s3cret"))},
+		{name: "no Secret named", objs: []runtime.Object{secretObj(token("s3cret-of-sixteen-bytes"))},
 			edit:   func(r *convoyv1alpha1.Receiver) { r.Spec.SecretRef.Name = "" },
 			reason: ReasonSecretNotFound, message: "spec.secretRef.name names no Secret"},
-		{name: "bad selector", objs: []runtime.Object{secretObj(token("s3cret"))},
+		{name: "bad selector", objs: []runtime.Object{secretObj(token("s3cret-of-sixteen-bytes"))},
 			edit:   func(r *convoyv1alpha1.Receiver) { r.Spec.Releases.MatchLabels = map[string]string{"not a key!": "x"} },
 			reason: ReasonInvalidSelector, message: "spec.releases is not a valid label selector: "},
 	} {
@@ -211,7 +213,7 @@ func TestNotReady(t *testing.T) {
 			r, c := f.wait(t, "gh", tc.reason)
 			assert.Equal(t, metav1.ConditionFalse, c.Status)
 			assert.Contains(t, c.Message, tc.message)
-			assert.NotContains(t, c.Message, "s3cret")
+			assert.NotContains(t, c.Message, "s3cret-of-sixteen-bytes")
 			assert.Empty(t, r.Status.WebhookPath)
 			f.idx.mu.RLock()
 			defer f.idx.mu.RUnlock()
@@ -228,16 +230,16 @@ func TestSecretRotated(t *testing.T) {
 	f.wait(t, "gh", ReasonSecretNotFound)
 
 	f.clock.SetTime(start.Add(time.Minute))
-	_, err := f.kube.CoreV1().Secrets(ns).Create(context.Background(), secretObj(token("one")), metav1.CreateOptions{})
+	_, err := f.kube.CoreV1().Secrets(ns).Create(context.Background(), secretObj(token("the-first-shared-secret")), metav1.CreateOptions{})
 	require.NoError(t, err)
 	r, c := f.wait(t, "gh", ReasonReady)
 	first := r.Status.WebhookPath
-	assert.Equal(t, WebhookPath(ns, "gh", "uid-gh", []byte("one")), first)
+	assert.Equal(t, WebhookPath(ns, "gh", "uid-gh", []byte("the-first-shared-secret")), first)
 	assert.Equal(t, start.Add(time.Minute), c.LastTransitionTime.UTC())
 
 	f.clock.SetTime(start.Add(2 * time.Minute))
-	f.updateSecret(t, secretObj(token("two")))
-	second := WebhookPath(ns, "gh", "uid-gh", []byte("two"))
+	f.updateSecret(t, secretObj(token("the-second-shared-secret")))
+	second := WebhookPath(ns, "gh", "uid-gh", []byte("the-second-shared-secret"))
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		r, err := f.convoy.ConvoyV1alpha1().Receivers(ns).Get(context.Background(), "gh", metav1.GetOptions{})
 		require.NoError(t, err)
@@ -254,7 +256,7 @@ func TestSecretRotated(t *testing.T) {
 
 // A Receiver deleted: its entry is gone and its Secret watch stopped.
 func TestReceiverDeleted(t *testing.T) {
-	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret")))
+	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret-of-sixteen-bytes")))
 	r, _ := f.wait(t, "gh", ReasonReady)
 	require.Equal(t, int64(1), f.idx.watching.Load())
 	require.NoError(t, f.convoy.ConvoyV1alpha1().Receivers(ns).Delete(context.Background(), "gh", metav1.DeleteOptions{}))
@@ -267,9 +269,9 @@ func TestReceiverDeleted(t *testing.T) {
 // Another ServiceAccount or Secret starts the watch again, as the new
 // identity.
 func TestWatchRestarted(t *testing.T) {
-	other := secretObj(token("other"))
+	other := secretObj(token("the-other-shared-secret"))
 	other.Name = "other-token"
-	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret")), other)
+	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret-of-sixteen-bytes")), other)
 	r, _ := f.wait(t, "gh", ReasonReady)
 
 	r.Spec.ServiceAccountName = "deployer"
@@ -280,7 +282,7 @@ func TestWatchRestarted(t *testing.T) {
 	require.EventuallyWithT(t, func(t *assert.CollectT) {
 		r, err := f.convoy.ConvoyV1alpha1().Receivers(ns).Get(context.Background(), "gh", metav1.GetOptions{})
 		require.NoError(t, err)
-		assert.Equal(t, WebhookPath(ns, "gh", "uid-gh", []byte("other")), r.Status.WebhookPath)
+		assert.Equal(t, WebhookPath(ns, "gh", "uid-gh", []byte("the-other-shared-secret")), r.Status.WebhookPath)
 		assert.Equal(t, int64(2), r.Status.ObservedGeneration)
 	}, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []cluster.Identity{{Namespace: ns, Name: defaultSA}, {Namespace: ns, Name: "deployer"}}, f.identities())
@@ -310,7 +312,7 @@ func TestSecretForbidden(t *testing.T) {
 					}
 					return true, nil, apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New(tc.refusal))
 				})
-			}, receiverObj("gh", ""), secretObj(token("s3cret")))
+			}, receiverObj("gh", ""), secretObj(token("s3cret-of-sixteen-bytes")))
 			_, c := f.wait(t, "gh", ReasonSecretForbidden)
 			assert.Contains(t, c.Message, tc.message)
 			refuse.Store(false)
@@ -323,11 +325,11 @@ func TestSecretForbidden(t *testing.T) {
 // status written, a Secret or a Receiver changed in nothing that matters)
 // apply nothing.
 func TestStatusAppliedOnce(t *testing.T) {
-	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret")))
+	f := run(t, receiverObj("gh", ""), secretObj(token("s3cret-of-sixteen-bytes")))
 	r, _ := f.wait(t, "gh", ReasonReady)
 	require.Equal(t, 1, f.applies())
 
-	s := secretObj(token("s3cret"))
+	s := secretObj(token("s3cret-of-sixteen-bytes"))
 	s.Labels = map[string]string{"touched": "yes"}
 	f.updateSecret(t, s)
 	r.Labels = map[string]string{"touched": "yes"}
@@ -344,17 +346,17 @@ func TestStatusAppliedOnce(t *testing.T) {
 }
 
 func TestWebhookPath(t *testing.T) {
-	p := WebhookPath(ns, "gh", "uid-1", []byte("s3cret"))
+	p := WebhookPath(ns, "gh", "uid-1", []byte("s3cret-of-sixteen-bytes"))
 	assert.Regexp(t, `^/hook/[0-9a-f]{64}$`, p)
-	assert.Equal(t, p, WebhookPath(ns, "gh", "uid-1", []byte("s3cret")), "stable")
-	sum := sha256.Sum256([]byte("convoy-receiver\x00team-a\x00gh\x00uid-1\x00s3cret"))
+	assert.Equal(t, p, WebhookPath(ns, "gh", "uid-1", []byte("s3cret-of-sixteen-bytes")), "stable")
+	sum := sha256.Sum256([]byte("convoy-receiver\x00team-a\x00gh\x00uid-1\x00s3cret-of-sixteen-bytes"))
 	assert.Equal(t, "/hook/"+hex.EncodeToString(sum[:]), p, "as the API documents it: the same on every replica and version")
 	for name, other := range map[string]string{
-		"uid":       WebhookPath(ns, "gh", "uid-2", []byte("s3cret")),
-		"token":     WebhookPath(ns, "gh", "uid-1", []byte("s3cret2")),
-		"name":      WebhookPath(ns, "gl", "uid-1", []byte("s3cret")),
-		"namespace": WebhookPath("team-b", "gh", "uid-1", []byte("s3cret")),
-		"boundary":  WebhookPath(ns, "gh", "uid-1s", []byte("3cret")),
+		"uid":       WebhookPath(ns, "gh", "uid-2", []byte("s3cret-of-sixteen-bytes")),
+		"token":     WebhookPath(ns, "gh", "uid-1", []byte("s3cret-of-sixteen-bytes2")),
+		"name":      WebhookPath(ns, "gl", "uid-1", []byte("s3cret-of-sixteen-bytes")),
+		"namespace": WebhookPath("team-b", "gh", "uid-1", []byte("s3cret-of-sixteen-bytes")),
+		"boundary":  WebhookPath(ns, "gh", "uid-1s", []byte("3cret-of-sixteen-bytes")),
 	} {
 		assert.NotEqual(t, p, other, name)
 	}
@@ -366,7 +368,7 @@ func TestKeepToken(t *testing.T) {
 		data map[string][]byte
 		want map[string][]byte
 	}{
-		{"token only", map[string][]byte{"token": []byte("s3cret"), "other": []byte("x")}, token("s3cret")},
+		{"token only", map[string][]byte{"token": []byte("s3cret-of-sixteen-bytes"), "other": []byte("x")}, token("s3cret-of-sixteen-bytes")},
 		{"cut", token(strings.Repeat("x", 3*MaxTokenBytes)), token(strings.Repeat("x", MaxTokenBytes+1))},
 		{"empty", token(""), token("")},
 		{"none", map[string][]byte{"other": []byte("x")}, nil},

@@ -25,6 +25,11 @@ import (
 // MaxTokenBytes+1 bytes.
 const MaxTokenBytes = 4096
 
+// MinTokenBytes is the shortest shared secret a Receiver takes: its
+// status.webhookPath is a SHA-256 of it that whoever may read the Receiver
+// sees, against which a short token is guessed offline.
+const MinTokenBytes = 16
+
 // secretWatch is the informer of one Receiver's Secret, as the Receiver's
 // ServiceAccount.
 type secretWatch struct {

@@ -40,8 +40,8 @@ var (
 	})
 	ReasonSecretKeyMissing = failure.Declare(failure.Reason{
 		Name: "SecretKeyMissing", Class: failure.ClassInvalid, Shows: receiver,
-		Means:  "the Receiver's Secret has no key token, or its value is empty or longer than 4096 bytes",
-		Action: "put the shared secret, 1 to 4096 bytes, under the key token of the Secret",
+		Means:  "the Receiver's Secret has no key token, or its value is shorter than 16 bytes or longer than 4096",
+		Action: "put a random shared secret of 16 to 4096 bytes under the key token of the Secret (openssl rand -hex 32 makes one), and the same at the sender",
 	})
 	ReasonSecretForbidden = failure.Declare(failure.Reason{
 		Name: "SecretForbidden", Class: failure.ClassForbidden, Shows: receiver,
@@ -101,6 +101,8 @@ func judge(r *convoyv1alpha1.Receiver, s secretState) (verdict, bool) {
 		return notReady(ReasonSecretKeyMissing, "%s has no key %q", secret, key), true
 	case len(s.token) == 0:
 		return notReady(ReasonSecretKeyMissing, "key %q of %s is empty", key, secret), true
+	case len(s.token) < MinTokenBytes:
+		return notReady(ReasonSecretKeyMissing, "key %q of %s is %d bytes: a shared secret needs at least %d (openssl rand -hex 32 makes one)", key, secret, len(s.token), MinTokenBytes), true
 	case len(s.token) > MaxTokenBytes:
 		return notReady(ReasonSecretKeyMissing, "key %q of %s is longer than %d bytes", key, secret, MaxTokenBytes), true
 	}
