@@ -16,8 +16,9 @@ const minBodyBuffer = 4 << 10
 // readBody reads the body of r, at most max bytes: errTooLarge, without
 // reading, when its Content-Length says more, and as soon as one byte
 // more arrives when it does not say (chunked). The buffer is the declared
-// length, or grows by doubling up to max+1 (so that a body of unknown
-// length holds at most 1.5 times max while it grows).
+// length plus a byte, or, for a body of unknown length, grows by doubling
+// up to max+1: it holds at most max+1 bytes, and under twice that for the
+// moment of a copy.
 func readBody(r *http.Request, max int64) ([]byte, error) {
 	if r.ContentLength > max {
 		return nil, errTooLarge

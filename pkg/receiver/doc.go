@@ -16,7 +16,8 @@
 //     Receiver that exhausts its own does not slow the others;
 //  4. a slot of the deliveries in flight (--receiver-max-in-flight): 503
 //     when none is free, so that the bodies held are at most
-//     MaxInFlight × MaxBodyBytes;
+//     MaxInFlight × (MaxBodyBytes+1) (under twice that for the moment a
+//     chunked body's buffer grows);
 //  5. a Content-Length over --receiver-max-body-bytes: 413 without reading;
 //     the body is read up to that cap plus a byte: 413 when it is over;
 //  6. the signature or token on the raw body (webhook.Verify, against the
@@ -40,4 +41,9 @@
 // Receiver's name, an error or a count. What went wrong is logged with the
 // Receiver's namespace and name, never its path (a capability), its
 // secret or the body, and counted in convoy_receiver_deliveries_total.
+//
+// Besides the bodies in flight, the listener's memory is bounded by its
+// maps: at most 4096 per-Receiver limiters (those refilled are pruned
+// first) and DedupSize delivery ids (UID and an id of at most 128 bytes).
+// The server allows HTTP/1.1 only, TLS 1.2 or later, headers of 16 KiB.
 package receiver
