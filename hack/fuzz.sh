@@ -26,7 +26,7 @@ targets=(
   ./pkg/kustomize:FuzzCheck ./pkg/rulecases:FuzzLoadFile ./pkg/cosign:FuzzParsePayload ./pkg/cosign:FuzzKeylessLayer
   ./pkg/view:FuzzRequest
   ./pkg/gitverify:FuzzSplit ./pkg/gitverify:FuzzParseSSHLine ./pkg/gitverify:FuzzVerifyCommit
-  ./pkg/webhook:FuzzParse ./pkg/webhook:FuzzNormalize
+  ./pkg/webhook:FuzzParse ./pkg/webhook:FuzzNormalize ./pkg/receiver:FuzzHandler
 )
 # FUZZ_JOBS targets at once, each with -parallel of the cores shared
 # among them (at least 1): by default one target per 2 cores, so that a

@@ -30,6 +30,7 @@ import (
 	generatedopenapi "github.com/kumodo/convoy-apiserver/pkg/generated/openapi"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
+	"github.com/kumodo/convoy-apiserver/pkg/receiver"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -138,6 +139,7 @@ func RegisterMetrics() {
 	source.RegisterMetrics()
 	verify.RegisterMetrics()
 	sandbox.RegisterMetrics()
+	receiver.RegisterMetrics()
 	metricSet.Register()
 	limit, _ := memoryLimitBytes(cgroupMemoryFiles)
 	memoryLimit.Set(float64(limit))

@@ -36,6 +36,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/contest"
 	"github.com/kumodo/convoy-apiserver/pkg/desired"
 	"github.com/kumodo/convoy-apiserver/pkg/health"
+	"github.com/kumodo/convoy-apiserver/pkg/receiver"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
 	"github.com/kumodo/convoy-apiserver/pkg/sigstoreroot"
 	"github.com/kumodo/convoy-apiserver/pkg/source"
@@ -66,6 +67,9 @@ type Options struct {
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 
+	// Receivers are the options of the listener of webhook deliveries.
+	Receivers *receiver.Options
+
 	// ExtraConfig holds the settings of the engines and loops that the flags
 	// set; its KubeConfig is set by Complete.
 	apiserver.ExtraConfig
@@ -82,6 +86,7 @@ func NewOptions() *Options {
 		Logs:           logs.NewOptions(),
 		KubeAPIQPS:     200,
 		KubeAPIBurst:   400,
+		Receivers:      receiver.NewOptions(),
 		ExtraConfig: apiserver.ExtraConfig{
 			Resync: 2 * time.Minute,
 			Target: cluster.Options{
@@ -227,6 +232,7 @@ func (o *Options) Flags() cliflag.NamedFlagSets {
 	caches.IntVar(&o.RenderCacheBytes, "render-cache-bytes", o.RenderCacheBytes, "Most bytes of renders kept (their compressed JSON).")
 	caches.IntVar(&o.BuildCacheBytes, "build-cache-bytes", o.BuildCacheBytes,
 		"Most bytes of kustomize and chart-directory builds kept (their JSON), keyed by the content of the files each build can read, each for an hour at most; 0 keeps none. Not turned off by --cache=false: a build's key is its whole input.")
+	o.Receivers.AddFlags(fss.FlagSet("receivers"))
 	componentbaseoptions.BindLeaderElectionFlags(&o.LeaderElection, fss.FlagSet("leader election"))
 	return fss
 }
@@ -267,6 +273,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Authorization.Validate()...)
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.Features.Validate()...)
+	errs = append(errs, o.Receivers.Validate()...)
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive"))
 	}
