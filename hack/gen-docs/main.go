@@ -22,9 +22,6 @@ import (
 
 	"github.com/kumodo/convoy-apiserver/pkg/failure"
 	"github.com/kumodo/convoy-apiserver/pkg/metricset"
-	// The server does not link the index of Receivers yet (issue 62); its
-	// reasons are on the page all the same.
-	_ "github.com/kumodo/convoy-apiserver/pkg/receiverindex"
 )
 
 func main() {

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -31,6 +33,7 @@ import (
 	"github.com/kumodo/convoy-apiserver/pkg/health"
 	"github.com/kumodo/convoy-apiserver/pkg/observer"
 	"github.com/kumodo/convoy-apiserver/pkg/receiver"
+	"github.com/kumodo/convoy-apiserver/pkg/receiverindex"
 	"github.com/kumodo/convoy-apiserver/pkg/redact"
 	"github.com/kumodo/convoy-apiserver/pkg/registry/release"
 	"github.com/kumodo/convoy-apiserver/pkg/render"
@@ -85,6 +88,9 @@ type ExtraConfig struct {
 	BuildCacheBytes  int
 	// LeaderElection elects the replica that runs the loops.
 	LeaderElection componentbaseconfig.LeaderElectionConfiguration
+	// Receivers are the settings of the webhook listener; it runs on every
+	// replica when Receivers.BindAddress is set.
+	Receivers receiver.Options
 }
 
 // Config is the configuration of convoy-apiserver: options turn flags into
@@ -265,8 +271,76 @@ func (c CompletedConfig) New() (*Server, error) {
 		}()
 		return nil
 	})
+	if err := startReceivers(c, generic, convoy, targets, requester); err != nil {
+		return nil, err
+	}
 	return &Server{GenericAPIServer: generic, Observer: obs}, nil
 }
+
+// startReceivers adds, when --receiver-bind-address is set, the index of
+// Receivers and the webhook listener, started by a post-start hook on
+// every replica: any replica takes deliveries, and the refreshes they
+// record are handled by the leader's drift loop. The listener serves with
+// the serving certificate of the aggregated API.
+func startReceivers(c CompletedConfig, generic *genericapiserver.GenericAPIServer, convoy convoyclient.Interface, targets *cluster.Provider, requester *requests.Requester) error {
+	x := c.extra
+	if x.Receivers.BindAddress == "" {
+		return nil
+	}
+	index := receiverindex.New(receiverindex.Config{
+		Convoy:                convoy,
+		KubeFor:               targets.KubeAs,
+		DefaultServiceAccount: x.Target.DefaultServiceAccount,
+		Resync:                x.Resync,
+		Clock:                 clock.RealClock{},
+	})
+	var cert dynamiccertificates.CertKeyContentProvider
+	if c.generic.SecureServing != nil {
+		cert = c.generic.SecureServing.Cert
+	}
+	listener, err := receiver.New(receiver.Config{
+		Options:   x.Receivers,
+		Index:     index,
+		Releases:  receiver.ClientLister(convoy.ConvoyV1alpha1()),
+		Refresher: requester,
+		Cert:      cert,
+		Clock:     clock.RealClock{},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the webhook listener: %w", err)
+	}
+	// Bound now: a port taken fails the start, not a goroutine's log.
+	if err := listener.Listen(); err != nil {
+		return fmt.Errorf("starting the webhook listener: %w", err)
+	}
+	generic.AddPostStartHookOrDie("start-receivers", func(hook genericapiserver.PostStartHookContext) error {
+		go func() {
+			if err := index.Run(hook); err != nil {
+				klog.FromContext(hook).Error(err, "The index of Receivers stopped")
+			}
+		}()
+		go func() {
+			// Deliveries wait in the listen queue until the index holds the
+			// Receivers (a Receiver's path answered 404 right after a
+			// restart would be a push lost), but not for ever: a Secret
+			// that cannot be read keeps the index from syncing.
+			waitCtx, cancel := context.WithTimeout(hook, receiverIndexSyncWait)
+			if err := wait.PollUntilContextCancel(waitCtx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return index.HasSynced(), nil }); err != nil {
+				klog.FromContext(hook).Info("Serving webhook deliveries before every Receiver's Secret was read", "waited", receiverIndexSyncWait)
+			}
+			cancel()
+			if err := listener.Run(hook); err != nil {
+				klog.FromContext(hook).Error(err, "The webhook listener stopped")
+			}
+		}()
+		return nil
+	})
+	return nil
+}
+
+// receiverIndexSyncWait is how long the webhook listener waits for the
+// index of Receivers to sync before it serves.
+const receiverIndexSyncWait = 30 * time.Second
 
 // checkRenderNetwork finds out, once, whether the render processes run
 // without a network by the kernel's filter, and says so in the log (and in

@@ -341,6 +341,7 @@ func (o *Options) Config() (*apiserver.Config, error) {
 		return nil, err
 	}
 	config.Extra = o.ExtraConfig
+	config.Extra.Receivers = *o.Receivers
 	return config, nil
 }
 
