@@ -82,6 +82,9 @@ func setUp(root string) (*environment, func(failed bool) error, error) {
 		// Deployments get Pods; each test namespace gets a Node of its own
 		// when a test wants its workloads to run (startNode).
 		Workloads: true,
+		// Every replica takes webhook deliveries on a port of its own
+		// (TestReceivers).
+		Receivers: true,
 		// The second cluster, the registries and the repositories of the
 		// e2e tests run on loopback. No resync
 		// within a run: the tests of triggers see every pass they cause,
