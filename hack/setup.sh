@@ -4,8 +4,9 @@
 # (sshd serves Git over SSH to the tests: internal/sshd) and client
 # (ssh-keygen signs commits and tags, pkg/git's tests), GnuPG (gpg signs
 # them too), Chromium (the browser test of kubectl convoy view, test/e2e)
-# and buildah (the build of the Dockerfile's final stage,
-# hack/tools/dockerfile). Each
+# buildah (the build of the Dockerfile's final stage,
+# hack/tools/dockerfile), and curl and OpenSSL (make run prints how to sign
+# and send a webhook delivery with them; TestLocalUp runs it). Each
 # that is missing is installed with apt-get when this runs as root (CI runs
 # as root, with no service started: nothing is started here either);
 # otherwise it says what to install. Under CI=true a tool still missing
@@ -19,6 +20,8 @@ command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1 || missi
 command -v gpg >/dev/null 2>&1 && command -v gpgconf >/dev/null 2>&1 || missing+=(gnupg)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v buildah >/dev/null 2>&1 || missing+=(buildah)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

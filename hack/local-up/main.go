@@ -180,7 +180,9 @@ func run() error {
 		ConvoyAPIServer: *convoy,
 		ConvoyArgs:      convoyArgs,
 		Workloads:       *workloads,
-		Out:             os.Stderr,
+		// Webhook deliveries on a port of their own (the Receiver demo/git-push).
+		Receivers: true,
+		Out:       os.Stderr,
 	})
 	if err != nil {
 		return err
@@ -226,6 +228,9 @@ func run() error {
 		if gitExample, err = releaseFromGit(ctx, cp, gitServer, filepath.Join(absDir, "git"), *gitDir, gitTree, web); err != nil {
 			return err
 		}
+		if err := demoReceiver(ctx, cp); err != nil {
+			printReceiverError(err)
+		}
 	}
 
 	kubeconfig := filepath.Join(absDir, "kubeconfig")
@@ -266,6 +271,7 @@ func run() error {
 		}
 		fmt.Println("and demo/podinfo-git-signed its branch signed, once the commit's SSH signature verifies (spec.source.git.verify):")
 		fmt.Println("kubectl convoy release get podinfo-git-signed -n demo")
+		printReceiver(cp, absDir, gitExample)
 	}
 	fmt.Println("\nPress Ctrl-C to stop.")
 

@@ -105,6 +105,7 @@ func TestLocalUp(t *testing.T) {
 	assert.Contains(t, text, "An OCI registry serves the example chart at oci://127.0.0.1:")
 	ociExample(t, kubeconfig)
 	gitExample(t, kubeconfig)
+	receiverExample(t, kubeconfig, text)
 
 	pids := childPIDs(t, dir)
 	require.NotEmpty(t, pids, "local-up runs etcd, kube-apiserver and convoy-apiserver")
@@ -275,6 +276,40 @@ func ociExample(t *testing.T, kubeconfig string) {
 // directory in the same repository with its values file;
 // demo/podinfo-git-signed, its branch signed, verified; and
 // demo/web-team-values, a registry chart with its values from the repository.
+// receiverExample runs the lines local-up prints to sign and send a
+// delivery to the Receiver demo/git-push, until the Receiver is Ready and
+// answers 202, and checks that the Release demo/podinfo-git got the refresh.
+func receiverExample(t *testing.T, kubeconfig, text string) {
+	t.Helper()
+	_, after, found := strings.Cut(text, "The Receiver demo/git-push")
+	require.True(t, found, text)
+	var script []string
+	for _, line := range strings.Split(after, "\n")[1:] {
+		if !strings.HasPrefix(line, "  ") {
+			break
+		}
+		script = append(script, strings.TrimSuffix(strings.TrimSpace(line), "\\"))
+	}
+	require.Len(t, script, 5, after)
+	eventually(t, "the printed delivery answered 202", func(context.Context) error {
+		sh := exec.Command("bash", "-euc", strings.Join(script[:3], "\n")+"\n"+script[3]+" "+script[4])
+		sh.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+env.binDir+":"+os.Getenv("PATH"))
+		got, err := sh.CombinedOutput()
+		if err != nil || !strings.HasSuffix(strings.TrimSpace(string(got)), "202") {
+			return fmt.Errorf("%v: %s", err, got)
+		}
+		return nil
+	})
+	eventually(t, "demo/podinfo-git has a refresh requested", func(context.Context) error {
+		r := kubectl(t, kubeconfig, "", "get", "release", "-n", "demo", "podinfo-git",
+			"-o", `jsonpath={.metadata.annotations.convoy\.kumodo\.io/refresh-requested-at}`)
+		if r.err != nil || r.stdout == "" {
+			return fmt.Errorf("no refresh-requested-at: %v %s", r.err, r.stderr)
+		}
+		return nil
+	})
+}
+
 func gitExample(t *testing.T, kubeconfig string) {
 	t.Helper()
 	d := exampleGoesRound(t, kubeconfig, "podinfo-git")
