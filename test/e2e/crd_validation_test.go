@@ -17,6 +17,9 @@ func TestCRDValidation(t *testing.T) {
 	release := func(spec string) string {
 		return fmt.Sprintf("apiVersion: convoy.kumodo.io/v1alpha1\nkind: Release\nmetadata:\n  name: r\n  namespace: %s\nspec:\n%s", ns, spec)
 	}
+	receiver := func(spec string) string {
+		return fmt.Sprintf("apiVersion: convoy.kumodo.io/v1alpha1\nkind: Receiver\nmetadata:\n  name: hook\n  namespace: %s\nspec:\n%s", ns, spec)
+	}
 	cases := []struct {
 		name    string
 		object  string
@@ -188,6 +191,25 @@ func TestCRDValidation(t *testing.T) {
 kind: GlobalHealthRuleSet
 metadata: {name: empty}
 spec: {rules: []}`, wantErr: "spec.rules"},
+		{name: "receiver", object: receiver(`
+  type: github
+  secretRef: {name: hook}
+  releases: {matchLabels: {team: a}}
+  events: [push]`)},
+		{name: "receiver without secret", object: receiver(`
+  type: github
+  releases: {}`), wantErr: "secretRef is required: a Receiver accepts no delivery without a shared secret"},
+		{name: "receiver with an empty secret name", object: receiver(`
+  type: github
+  secretRef: {name: ""}
+  releases: {}`), wantErr: "spec.secretRef.name"},
+		{name: "receiver of an unknown type", object: receiver(`
+  type: bitbucket-cloud
+  secretRef: {name: hook}
+  releases: {}`), wantErr: "spec.type"},
+		{name: "receiver without a selector", object: receiver(`
+  type: gitlab
+  secretRef: {name: hook}`), wantErr: "spec.releases"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

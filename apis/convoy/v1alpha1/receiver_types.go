@@ -74,6 +74,9 @@ type ReceiverSpec struct {
 	// secretRef names a Secret of the Receiver's namespace whose key
 	// "token" holds the shared secret: the HMAC key, or the token the
 	// sender sends (gitlab, harbor). It is read as serviceAccountName.
+	// Required, by the rule above (which says why) rather than by the
+	// schema's bare "Required value".
+	// +optional
 	SecretRef LocalObjectReference `json:"secretRef"`
 	// serviceAccountName names a ServiceAccount of the Receiver's
 	// namespace that convoy-apiserver reads the Secret as (it needs list

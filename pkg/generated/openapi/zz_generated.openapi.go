@@ -1886,7 +1886,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverSpec(ref common.Refere
 					},
 					"secretRef": {
 						SchemaProps: spec.SchemaProps{
-							Description: "secretRef names a Secret of the Receiver's namespace whose key \"token\" holds the shared secret: the HMAC key, or the token the sender sends (gitlab, harbor). It is read as serviceAccountName.",
+							Description: "secretRef names a Secret of the Receiver's namespace whose key \"token\" holds the shared secret: the HMAC key, or the token the sender sends (gitlab, harbor). It is read as serviceAccountName. Required, by the rule above (which says why) rather than by the schema's bare \"Required value\".",
 							Default:     map[string]interface{}{},
 							Ref:         ref(v1alpha1.LocalObjectReference{}.OpenAPIModelName()),
 						},
@@ -1925,7 +1925,7 @@ func schema_convoy_apiserver_apis_convoy_v1alpha1_ReceiverSpec(ref common.Refere
 						},
 					},
 				},
-				Required: []string{"type", "secretRef", "releases"},
+				Required: []string{"type", "releases"},
 			},
 		},
 		Dependencies: []string{

@@ -34,6 +34,8 @@ type ReceiverSpecApplyConfiguration struct {
 	// secretRef names a Secret of the Receiver's namespace whose key
 	// "token" holds the shared secret: the HMAC key, or the token the
 	// sender sends (gitlab, harbor). It is read as serviceAccountName.
+	// Required, by the rule above (which says why) rather than by the
+	// schema's bare "Required value".
 	SecretRef *LocalObjectReferenceApplyConfiguration `json:"secretRef,omitempty"`
 	// serviceAccountName names a ServiceAccount of the Receiver's
 	// namespace that convoy-apiserver reads the Secret as (it needs list
