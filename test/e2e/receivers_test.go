@@ -346,9 +346,15 @@ func TestReceivers(t *testing.T) {
 		newReceiver(t, ns, "granted", convoyv1alpha1.ReceiverGitHub, "hook", []byte("granted-shared-secret-"+rand.Text()))
 		newReceiver(t, ns, "other", convoyv1alpha1.ReceiverGitHub, "other", []byte("other-shared-secret-"+rand.Text()))
 		newReceiver(t, ns, "missing", convoyv1alpha1.ReceiverGitHub, "hook-missing", nil)
-		waitReceiver(t, ns, "granted", metav1.ConditionTrue, "Ready")
+		granted := waitReceiver(t, ns, "granted", metav1.ConditionTrue, "Ready")
 		waitReceiver(t, ns, "other", metav1.ConditionFalse, "SecretForbidden")
 		waitReceiver(t, ns, "missing", metav1.ConditionFalse, "SecretForbidden")
+		// The printer columns: the path with -o wide only.
+		out := mustKubectl(t, "", "", "get", "receivers", "-n", ns)
+		assert.Regexp(t, `(?m)^NAME\s+TYPE\s+READY\s+REASON\s+AGE$`, out)
+		assert.Regexp(t, `(?m)^other\s+github\s+False\s+SecretForbidden\s+\S+$`, out)
+		out = mustKubectl(t, "", "", "get", "receivers", "-n", ns, "-o", "wide")
+		assert.Regexp(t, `(?m)^granted\s+github\s+True\s+Ready\s+`+regexp.QuoteMeta(granted.Status.WebhookPath)+`\s+\S+$`, out)
 
 		notGranted := newNamespaceNotGranted(t)
 		newReceiver(t, notGranted, "hook", convoyv1alpha1.ReceiverGitHub, "hook", []byte("not-granted-shared-secret-"+rand.Text()))
