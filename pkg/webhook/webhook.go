@@ -3,8 +3,8 @@
 // delivery says changed (Parse: the repository's URLs, the refs or tags,
 // the event, the delivery id), and whether that concerns a Release's
 // source (Normalize, Matches). It does no I/O and keeps no state: the
-// listener that will call it caps the body, holds the secrets and
-// refreshes the Releases.
+// listener that calls it (pkg/receiver) caps the body, holds the secrets
+// (pkg/receiverindex) and refreshes the Releases.
 //
 // Receive is the order a listener must keep: the signature on the raw
 // bytes first, and only then the JSON.
