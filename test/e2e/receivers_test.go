@@ -256,25 +256,40 @@ func TestReceivers(t *testing.T) {
 		push := githubPushBody(t, g.url, "refs/heads/main", second)
 		other := githubPushBody(t, strings.Replace(g.url, "apps.git", "other.git", 1), "refs/heads/main", second)
 		unknown := "/hook/" + hex.EncodeToString(bytes.Repeat([]byte{7}, 32))
-		listings, reads := g.server.Listings(), secretReads(t)
-		for _, tc := range []struct {
-			name string
-			d    delivery
-			code int
-		}{
-			{"unknown path", signed(webhook.GitHub, unknown, push, secret, "X-GitHub-Event", "push"), http.StatusNotFound},
-			{"unsigned", signed(webhook.GitHub, path, push, nil, "X-GitHub-Event", "push"), http.StatusUnauthorized},
-			{"mis-signed", signed(webhook.GitHub, path, push, []byte("not-the-secret"), "X-GitHub-Event", "push"), http.StatusUnauthorized},
-			{"token of another type", signed(webhook.GitLab, path, push, secret, "X-Gitlab-Event", "Push Hook"), http.StatusUnauthorized},
-			{"GET", delivery{method: http.MethodGet, path: path}, http.StatusMethodNotAllowed},
-			{"another repository", signed(webhook.GitHub, path, other, secret, "X-GitHub-Event", "push", "X-GitHub-Delivery", "other-1"), http.StatusAccepted},
-		} {
-			code, body := tc.d.post(t, client, replica)
-			assert.Equal(t, tc.code, code, "%s: %s", tc.name, body)
-			assert.NotContains(t, body, "github", "%s: the answer names no Receiver", tc.name)
-			assert.NotContains(t, body, ns, "%s: the answer names no namespace", tc.name)
+		sendBad := func(check bool) {
+			for _, tc := range []struct {
+				name string
+				d    delivery
+				code int
+			}{
+				{"unknown path", signed(webhook.GitHub, unknown, push, secret, "X-GitHub-Event", "push"), http.StatusNotFound},
+				{"unsigned", signed(webhook.GitHub, path, push, nil, "X-GitHub-Event", "push"), http.StatusUnauthorized},
+				{"mis-signed", signed(webhook.GitHub, path, push, []byte("not-the-secret"), "X-GitHub-Event", "push"), http.StatusUnauthorized},
+				{"token of another type", signed(webhook.GitLab, path, push, secret, "X-Gitlab-Event", "Push Hook"), http.StatusUnauthorized},
+				{"GET", delivery{method: http.MethodGet, path: path}, http.StatusMethodNotAllowed},
+				{"another repository", signed(webhook.GitHub, path, other, secret, "X-GitHub-Event", "push", "X-GitHub-Delivery", "other-1"), http.StatusAccepted},
+			} {
+				code, body := tc.d.post(t, client, replica)
+				if !check {
+					continue // "another repository" is a duplicate the second time
+				}
+				assert.Equal(t, tc.code, code, "%s: %s", tc.name, body)
+				assert.NotContains(t, body, "github", "%s: the answer names no Receiver", tc.name)
+				assert.NotContains(t, body, ns, "%s: the answer names no namespace", tc.name)
+			}
 		}
-		assert.Equal(t, reads, secretReads(t), "no Secret read for a delivery")
+		listings := g.server.Listings()
+		// kube-apiserver counts the Secret reads of the whole cluster: a
+		// read of another test's Secret may fall in a window, a read per
+		// delivery falls in every one. The bad deliveries go in up to
+		// three windows; one of them must see no read.
+		extra := -1
+		for attempt := 0; attempt < 3 && extra != 0; attempt++ {
+			reads := secretReads(t)
+			sendBad(attempt == 0)
+			extra = secretReads(t) - reads
+		}
+		assert.Zero(t, extra, "no Secret read for a delivery")
 		time.Sleep(3 * time.Second) // a refresh is handled within about a second
 		assert.Equal(t, listings, g.server.Listings(), "no ref listing at the Git server")
 		lr, handled := lastResolvedOf(t, ns, "git")
