@@ -141,6 +141,8 @@ func (l *DriftLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, q
 	}
 	report, err := l.checker.Check(ctx, release, opts)
 	if err != nil {
+		// No InSync this pass: Healthy's held bump is written alone.
+		l.status.Unhold(release)
 		return interval, err
 	}
 	cond := report.Condition()

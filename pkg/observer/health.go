@@ -252,6 +252,8 @@ func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, 
 	if apierrors.IsNotFound(err) {
 		inv = nil
 	} else if err != nil {
+		// No Healthy this pass: InSync's held bump is written alone.
+		l.status.Unhold(release)
 		return 0, err
 	}
 
@@ -280,6 +282,7 @@ func (l *HealthLoop) pass(ctx context.Context, release *convoyv1alpha1.Release, 
 	logger.V(2).Info("Health pass", "status", out.Condition.Status, "reason", out.Condition.Reason)
 	if out.WriteEntries {
 		if _, err := l.writer.WriteStatus(ctx, inv, out.Entries); err != nil {
+			l.status.Unhold(release)
 			return 0, err
 		}
 	}

@@ -55,6 +55,14 @@ var (
 			"the condition was written with the last accepted values instead (Warning Event StatusRefused).",
 		StabilityLevel: metrics.ALPHA,
 	})
+	statusHolds = metricSet.CounterVec(&metrics.CounterOpts{
+		Subsystem: metricsSubsystem,
+		Name:      "status_holds_total",
+		Help: "Status writes held because they only moved a condition's observedGeneration while the other loop had not passed the new generation yet " +
+			"(held), and those written on their own because the other loop's pass did not come within StatusHold (expired): " +
+			"held less expired were written with the other loop's, one apply for both.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"outcome"})
 	celErrors = metricSet.Counter(&metrics.CounterOpts{
 		Subsystem:      metricsSubsystem,
 		Name:           "cel_evaluation_errors_total",

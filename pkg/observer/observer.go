@@ -155,6 +155,11 @@ func (o *Observer) runLoops(ctx context.Context) error {
 	factory := convoyinformers.NewSharedInformerFactoryWithOptions(c.Convoy, c.Resync, convoyinformers.WithTransform(stripManagedFields))
 	v1 := factory.Convoy().V1alpha1()
 	status := NewStatusWriter(c.Convoy.ConvoyV1alpha1(), c.Recorder, c.Clock)
+	if timers, ok := c.Clock.(clock.WithDelayedExecution); ok {
+		status.WithHold(StatusHold, timers)
+	}
+	// Writes held when the term ends are dropped: the next leader writes.
+	defer status.Close()
 	// A memory of this term only: one kept from an earlier term would miss
 	// what another leader wrote in between, and not be seeded again.
 	contests := contest.New(c.Contests)

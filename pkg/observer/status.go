@@ -43,9 +43,13 @@ type StatusWriter struct {
 	releases convoyclient.ReleasesGetter
 	recorder events.EventRecorder
 	clock    clock.PassiveClock
+	// hold and timers: see WithHold.
+	hold   time.Duration
+	timers clock.WithDelayedExecution
 
-	mu    sync.Mutex
-	parts map[types.UID]*observedStatus
+	mu     sync.Mutex
+	parts  map[types.UID]*observedStatus
+	closed bool
 }
 
 // observedStatus is the observer's part of one Release status.
@@ -62,12 +66,75 @@ type observedStatus struct {
 	// seenRefresh is the value of the refresh annotation this replica
 	// handled last (see pendingRefresh); not in the status.
 	seenRefresh string
+
+	// held is the part a held write would apply (WithHold), written when
+	// the other loop's condition reaches its generation or when timer
+	// fires; release is the Release it is of.
+	held    *observedStatus
+	release *convoyv1alpha1.Release
+	timer   clock.Timer
+}
+
+// copyPart is the status fields of p (not its lock, memory of refreshes or
+// held write), the conditions copied.
+func copyPart(p *observedStatus) *observedStatus {
+	next := &observedStatus{conditions: make([]metav1.Condition, len(p.conditions)), healthSummary: p.healthSummary, selfHeal: p.selfHeal,
+		lastResolved: p.lastResolved, lastResolvedValues: p.lastResolvedValues, handledRefresh: p.handledRefresh}
+	copy(next.conditions, p.conditions)
+	return next
 }
 
 // NewStatusWriter returns a StatusWriter that records an Event on the
 // Release when the status or reason of a condition changes.
 func NewStatusWriter(releases convoyclient.ReleasesGetter, recorder events.EventRecorder, clk clock.PassiveClock) *StatusWriter {
 	return &StatusWriter{releases: releases, recorder: recorder, clock: clk, parts: map[types.UID]*observedStatus{}}
+}
+
+// StatusHold is how long the observer holds a write that only moves a
+// condition's observedGeneration, waiting for the other loop's pass of the
+// same generation (WithHold). Both loops pass a Release after a spec
+// change, but from queues of their own: at 10,000 Releases one may be
+// minutes behind the other. A reader that waits for both conditions to
+// reach a generation waits for the later pass anyway.
+// A pass that ends without writing (parked, failed) writes what the other
+// loop holds at once (Unhold).
+const StatusHold = 5 * time.Minute
+
+// WithHold makes the writer hold, for at most hold, a write that only
+// moves a condition's observedGeneration to the Release's new generation
+// (its status, reason and message unchanged, nothing else changed) while
+// the other condition is not at that generation yet: the other loop's pass
+// of the same generation, which a spec change starts too, then writes both
+// in one apply. A write that changes anything else (a verdict, the health
+// summary, status.selfHeal, lastResolved) is never held, and carries a
+// held one with it. timers runs the writes of holds that end
+// (clock.RealClock{}). Close drops what is held.
+func (w *StatusWriter) WithHold(hold time.Duration, timers clock.WithDelayedExecution) *StatusWriter {
+	w.hold, w.timers = hold, timers
+	return w
+}
+
+// Close drops the writes held and stops their timers: a replica that no
+// longer leads writes nothing, and the next leader's passes write what
+// they find.
+func (w *StatusWriter) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	for _, p := range w.parts {
+		p.mu.Lock()
+		p.dropHeld()
+		p.mu.Unlock()
+	}
+}
+
+// dropHeld drops the held write of p and stops its timer; p.mu is held.
+func (p *observedStatus) dropHeld() {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	p.held = nil
 }
 
 // part returns the observer's part of release's status, read from release
@@ -97,6 +164,11 @@ func (w *StatusWriter) part(release *convoyv1alpha1.Release) *observedStatus {
 func (w *StatusWriter) Forget(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if p, ok := w.parts[uid]; ok {
+		p.mu.Lock()
+		p.dropHeld()
+		p.mu.Unlock()
+	}
 	delete(w.parts, uid)
 }
 
@@ -217,11 +289,14 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	cond.LastTransitionTime = metav1.NewTime(w.clock.Now())
 	old := meta.FindStatusCondition(p.conditions, cond.Type)
 	transition := old == nil || old.Status != cond.Status || old.Reason != cond.Reason
-	next := observedStatus{conditions: make([]metav1.Condition, len(p.conditions)), healthSummary: p.healthSummary, selfHeal: p.selfHeal,
-		lastResolved: p.lastResolved, lastResolvedValues: p.lastResolvedValues, handledRefresh: p.handledRefresh}
-	copy(next.conditions, p.conditions)
+	// What this write starts from: a held write, else what was written.
+	base := p
+	if p.held != nil {
+		base = p.held
+	}
+	next := copyPart(base)
 	changed := meta.SetStatusCondition(&next.conditions, cond)
-	changed = change(&next) || changed
+	changed = change(next) || changed
 	if seenRefresh != "" {
 		// The pass handled it (it resolved the source again), whether the
 		// status changes or not.
@@ -230,15 +305,24 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	if !changed {
 		return false, nil
 	}
+	if w.holds(base, next, cond.Type, release.Generation) {
+		w.holdWrite(p, release, next)
+		return false, nil
+	}
+	p.dropHeld()
+	if !partChanged(p, next) {
+		// A held write undone: the status is what was written.
+		return false, nil
+	}
 
-	err := w.apply(ctx, release, &next)
+	err := w.apply(ctx, release, next)
 	if apierrors.IsInvalid(err) && (next.lastResolved != p.lastResolved || next.lastResolvedValues != p.lastResolvedValues || next.handledRefresh != p.handledRefresh) {
 		// What the API server refused came from outside the observer (a
 		// refresh annotation, a revision a registry or repository named):
 		// the verdict is written with the last ones it accepted.
 		refused := err
 		next.lastResolved, next.lastResolvedValues, next.handledRefresh = p.lastResolved, p.lastResolvedValues, p.handledRefresh
-		if err = w.apply(ctx, release, &next); err == nil {
+		if err = w.apply(ctx, release, next); err == nil {
 			statusRefusals.Inc()
 			note := "the API server refused the observer's status (" + refused.Error() + "); " +
 				"the condition was written, status.lastResolved, lastResolvedValuesSource and lastHandledRefreshAt kept their last values"
@@ -262,6 +346,104 @@ func (w *StatusWriter) set(ctx context.Context, release *convoyv1alpha1.Release,
 	klog.FromContext(ctx).V(2).Info("Wrote condition", "release", klog.KObj(release), "type", cond.Type,
 		"status", cond.Status, "reason", cond.Reason, "message", cond.Message)
 	return true, nil
+}
+
+// holds tells whether the write of next, from base, is one to hold: the
+// writer holds, the write only moves cond's observedGeneration to
+// generation, and the other condition is there but at an older generation.
+func (w *StatusWriter) holds(base, next *observedStatus, condType string, generation int64) bool {
+	if w.hold <= 0 || w.timers == nil {
+		return false
+	}
+	other := convoyv1alpha1.ConditionHealthy
+	if condType == convoyv1alpha1.ConditionHealthy {
+		other = convoyv1alpha1.ConditionInSync
+	}
+	if o := meta.FindStatusCondition(next.conditions, other); o == nil || o.ObservedGeneration >= generation {
+		return false
+	}
+	return sameVerdicts(base, next)
+}
+
+// sameVerdicts tells whether a and b differ at most in their conditions'
+// observedGeneration (and lastTransitionTime).
+func sameVerdicts(a, b *observedStatus) bool {
+	if len(a.conditions) != len(b.conditions) || !apiequality.Semantic.DeepEqual(a.healthSummary, b.healthSummary) ||
+		!apiequality.Semantic.DeepEqual(a.selfHeal, b.selfHeal) || a.lastResolved != b.lastResolved ||
+		a.lastResolvedValues != b.lastResolvedValues || a.handledRefresh != b.handledRefresh {
+		return false
+	}
+	for _, c := range a.conditions {
+		d := meta.FindStatusCondition(b.conditions, c.Type)
+		if d == nil || d.Status != c.Status || d.Reason != c.Reason || d.Message != c.Message {
+			return false
+		}
+	}
+	return true
+}
+
+// partChanged tells whether next differs from what was written of p.
+func partChanged(p, next *observedStatus) bool {
+	if !sameVerdicts(p, next) {
+		return true
+	}
+	for _, c := range p.conditions {
+		if meta.FindStatusCondition(next.conditions, c.Type).ObservedGeneration != c.ObservedGeneration {
+			return true
+		}
+	}
+	return false
+}
+
+// holdWrite keeps next as p's held write, and starts its timer unless one
+// runs: the hold is counted from the first write held. p.mu is held.
+func (w *StatusWriter) holdWrite(p *observedStatus, release *convoyv1alpha1.Release, next *observedStatus) {
+	p.held, p.release = next, release
+	statusHolds.WithLabelValues("held").Inc()
+	if p.timer == nil {
+		p.timer = w.timers.AfterFunc(w.hold, func() { w.flush(p, false) })
+	}
+}
+
+// Unhold writes the write held for release now, if one is: a loop calls
+// it when its pass of release ended without writing (parked, failed), so
+// that the other loop's write does not wait for a pass that did not come.
+func (w *StatusWriter) Unhold(release *convoyv1alpha1.Release) {
+	w.mu.Lock()
+	p, ok := w.parts[release.UID]
+	w.mu.Unlock()
+	if ok {
+		w.flush(p, true)
+	}
+}
+
+// flush writes p's held write, when its hold ended before the other loop's
+// pass: a write of its own, as without holding. A failed write is logged
+// and dropped (the loop's next pass writes again). stop stops the timer
+// (not when the timer's own function calls it).
+func (w *StatusWriter) flush(p *observedStatus, stop bool) {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held, release := p.held, p.release
+	if stop {
+		p.dropHeld()
+	}
+	p.timer, p.held = nil, nil
+	if closed || held == nil || !partChanged(p, held) {
+		return
+	}
+	statusHolds.WithLabelValues("expired").Inc()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := w.apply(ctx, release, held); err != nil {
+		klog.Background().Error(err, "Writing a held status", "release", klog.KObj(release))
+		return
+	}
+	p.conditions, p.healthSummary, p.selfHeal = held.conditions, held.healthSummary, held.selfHeal
+	p.lastResolved, p.lastResolvedValues, p.handledRefresh = held.lastResolved, held.lastResolvedValues, held.handledRefresh
 }
 
 // apply writes next, the whole observer part of release's status, with

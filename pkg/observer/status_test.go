@@ -372,3 +372,96 @@ func TestStatusWriterLastResolvedValuesSource(t *testing.T) {
 	assert.Nil(t, get().Status.LastResolvedValuesSource, "no values source read: dropped")
 	assert.NotNil(t, get().Status.LastResolved)
 }
+
+// A spec change that moves neither verdict costs one apply: the first
+// loop's write, an observedGeneration alone, is held until the other
+// loop's pass of the generation, or until StatusHold; a verdict is never
+// held; Close drops what is held.
+func TestStatusWriterHoldsGenerationBumps(t *testing.T) {
+	inSync := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionTrue, Reason: "InSync", Message: "all 2 objects are in sync"}
+	drifted := metav1.Condition{Type: convoyv1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: "Drifted", Message: "1 of 2 objects drifted"}
+	healthy := metav1.Condition{Type: convoyv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, Reason: "Healthy", Message: "2 of 2 healthy"}
+	summary := &convoyv1alpha1.HealthSummary{Total: 2, Healthy: 2}
+	setInSync := func(c metav1.Condition) func(context.Context, *StatusWriter, *convoyv1alpha1.Release) (bool, error) {
+		return func(ctx context.Context, w *StatusWriter, r *convoyv1alpha1.Release) (bool, error) {
+			return w.SetInSync(ctx, r, c, DriftStatus{})
+		}
+	}
+	setHealthy := func(ctx context.Context, w *StatusWriter, r *convoyv1alpha1.Release) (bool, error) {
+		return w.SetCondition(ctx, r, healthy, summary)
+	}
+	unhold := func(_ context.Context, w *StatusWriter, r *convoyv1alpha1.Release) (bool, error) {
+		w.Unhold(r)
+		return false, nil
+	}
+	type step struct {
+		write func(context.Context, *StatusWriter, *convoyv1alpha1.Release) (bool, error)
+		wrote bool
+	}
+	for _, tc := range []struct {
+		name    string
+		steps   []step
+		wait    time.Duration // the clock moves this far after the steps
+		close   bool
+		applies int               // after the first generation's two
+		want    map[string]int64 // observedGeneration of each condition on the server
+		reason  string           // InSync's on the server
+	}{
+		{name: "health first, then drift: one apply", steps: []step{{setHealthy, false}, {setInSync(inSync), true}},
+			applies: 1, want: map[string]int64{"InSync": 2, "Healthy": 2}, reason: "InSync"},
+		{name: "drift first, then health: one apply", steps: []step{{setInSync(inSync), false}, {setHealthy, true}},
+			applies: 1, want: map[string]int64{"InSync": 2, "Healthy": 2}, reason: "InSync"},
+		{name: "a verdict is not held and carries the held bump", steps: []step{{setHealthy, false}, {setInSync(drifted), true}},
+			applies: 1, want: map[string]int64{"InSync": 2, "Healthy": 2}, reason: "Drifted"},
+		{name: "a verdict first: written at once, the other bump after", steps: []step{{setInSync(drifted), true}, {setHealthy, true}},
+			applies: 2, want: map[string]int64{"InSync": 2, "Healthy": 2}, reason: "Drifted"},
+		{name: "the other loop's pass failed: written at once", steps: []step{{setHealthy, false}, {unhold, false}},
+			applies: 1, want: map[string]int64{"InSync": 1, "Healthy": 2}, reason: "InSync"},
+		{name: "the hold ends: written alone", steps: []step{{setHealthy, false}}, wait: StatusHold,
+			applies: 1, want: map[string]int64{"InSync": 1, "Healthy": 2}, reason: "InSync"},
+		{name: "within the hold: nothing written yet", steps: []step{{setHealthy, false}}, wait: StatusHold - time.Second,
+			applies: 0, want: map[string]int64{"InSync": 1, "Healthy": 1}, reason: "InSync"},
+		{name: "closed: the held write is dropped", steps: []step{{setHealthy, false}}, wait: StatusHold, close: true,
+			applies: 0, want: map[string]int64{"InSync": 1, "Healthy": 1}, reason: "InSync"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			release := &convoyv1alpha1.Release{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "u1", Generation: 1}}
+			client := fake.NewClientset(release)
+			applies := 0
+			client.PrependReactor("patch", "releases", func(clienttesting.Action) (bool, runtime.Object, error) {
+				applies++
+				return false, nil, nil
+			})
+			clk := clocktesting.NewFakeClock(time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC))
+			w := NewStatusWriter(client.ConvoyV1alpha1(), events.NewFakeRecorder(100), clk).WithHold(StatusHold, clk)
+			_, err := setInSync(inSync)(ctx, w, release)
+			require.NoError(t, err)
+			_, err = setHealthy(ctx, w, release)
+			require.NoError(t, err)
+			require.Equal(t, 2, applies, "the first generation: two conditions new")
+
+			applies = 0
+			release = release.DeepCopy()
+			release.Generation = 2
+			for i, s := range tc.steps {
+				wrote, err := s.write(ctx, w, release)
+				require.NoError(t, err)
+				assert.Equal(t, s.wrote, wrote, "step %d", i)
+			}
+			if tc.close {
+				w.Close()
+			}
+			clk.Step(tc.wait)
+			assert.Equal(t, tc.applies, applies)
+			got, err := client.ConvoyV1alpha1().Releases("shop").Get(ctx, "web", metav1.GetOptions{})
+			require.NoError(t, err)
+			for typ, gen := range tc.want {
+				c := meta.FindStatusCondition(got.Status.Conditions, typ)
+				require.NotNil(t, c, typ)
+				assert.Equal(t, gen, c.ObservedGeneration, typ)
+			}
+			assert.Equal(t, tc.reason, meta.FindStatusCondition(got.Status.Conditions, convoyv1alpha1.ConditionInSync).Reason)
+		})
+	}
+}
