@@ -403,7 +403,7 @@ func TestStatusWriterHoldsGenerationBumps(t *testing.T) {
 		steps   []step
 		wait    time.Duration // the clock moves this far after the steps
 		close   bool
-		applies int               // after the first generation's two
+		applies int              // after the first generation's two
 		want    map[string]int64 // observedGeneration of each condition on the server
 		reason  string           // InSync's on the server
 	}{
