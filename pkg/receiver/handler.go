@@ -148,6 +148,8 @@ func (l *Listener) refresh(ctx context.Context, logger klog.Logger, entry receiv
 	if selector == nil {
 		selector = labels.Nothing()
 	}
+	// The lister returns the Releases of the namespace that selector
+	// selects: only the sources are checked here.
 	releases, err := l.cfg.Releases.List(ctx, entry.Namespace, selector)
 	switch {
 	case errors.Is(err, ErrTruncated):
@@ -160,7 +162,7 @@ func (l *Listener) refresh(ctx context.Context, logger klog.Logger, entry receiv
 	matched, refreshed := 0, 0
 	for i := range releases {
 		rel := &releases[i]
-		if rel.Namespace != entry.Namespace || !selector.Matches(labels.Set(rel.Labels)) || !concerns(d, rel) {
+		if !concerns(d, rel) {
 			continue
 		}
 		if matched++; matched > MaxRefreshesPerDelivery {
