@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,10 +78,4 @@ func printReceiver(cp *controlplane.ControlPlane, dir, gitExample string) {
 	fmt.Printf("  sig=$(printf '%%s' \"$body\" | openssl dgst -sha256 -hmac \"$token\" -r | cut -d' ' -f1)\n")
 	fmt.Printf("  curl -sS -w '%%{http_code}\\n' --cacert %s -H \"X-Signature-256: sha256=$sig\" -d \"$body\" \\\n", filepath.Join(dir, "pki", "convoy-ca.crt"))
 	fmt.Printf("    %s$(kubectl get receiver %s -n demo -o jsonpath='{.status.webhookPath}')\n", p.ReceiverURL(), receiverName)
-}
-
-// printReceiverError says that the demo's Receiver could not be created,
-// without stopping the rest of the demo.
-func printReceiverError(err error) {
-	fmt.Fprintln(os.Stderr, "local-up: the demo's Receiver:", err)
 }
