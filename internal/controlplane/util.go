@@ -58,7 +58,12 @@ func poll(ctx context.Context, timeout, interval time.Duration, what string, con
 		if !errors.As(err, &ny) {
 			return err
 		}
-		if last == nil || ctx.Err() == nil {
+		// A reason found when less than an interval was left is most
+		// likely the deadline cutting the check short (client-go's rate
+		// limiter refuses a wait past it, before the context is done):
+		// it does not replace the reason found before.
+		deadline, _ := ctx.Deadline()
+		if last == nil || (ctx.Err() == nil && time.Until(deadline) > interval) {
 			last = ny.reason
 		}
 		select {
