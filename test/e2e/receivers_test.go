@@ -279,17 +279,23 @@ func TestReceivers(t *testing.T) {
 			}
 		}
 		listings := g.server.Listings()
-		// kube-apiserver counts the Secret reads of the whole cluster: a
-		// read of another test's Secret may fall in a window, a read per
-		// delivery falls in every one. The bad deliveries go in up to
-		// three windows; one of them must see no read.
-		extra := -1
-		for attempt := 0; attempt < 3 && extra != 0; attempt++ {
+		// kube-apiserver counts the Secret reads of the whole cluster (the
+		// namespace controller deleting other tests' namespaces lists
+		// theirs): such a read may fall in a window, a read per delivery
+		// falls in every one, four at least (the deliveries that reach the
+		// Receiver's path). The bad deliveries go in up to five windows;
+		// the quietest must see fewer reads than that, and none on a quiet
+		// machine.
+		fewest := -1
+		for attempt := 0; attempt < 5 && fewest != 0; attempt++ {
 			reads := secretReads(t)
 			sendBad(attempt == 0)
-			extra = secretReads(t) - reads
+			if extra := secretReads(t) - reads; fewest < 0 || extra < fewest {
+				fewest = extra
+			}
 		}
-		assert.Zero(t, extra, "no Secret read for a delivery")
+		t.Logf("github: Secret reads in the quietest window of bad deliveries: %d", fewest)
+		assert.Less(t, fewest, 4, "no Secret read for a delivery")
 		time.Sleep(3 * time.Second) // a refresh is handled within about a second
 		assert.Equal(t, listings, g.server.Listings(), "no ref listing at the Git server")
 		lr, handled := lastResolvedOf(t, ns, "git")
