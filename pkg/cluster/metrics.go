@@ -43,6 +43,13 @@ var (
 		Buckets:        []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		StabilityLevel: metrics.ALPHA,
 	})
+	snapshotWindows = metricSet.HistogramVec(&metrics.HistogramOpts{
+		Subsystem:      "convoy_snapshot",
+		Name:           "window_get_cost_items",
+		Help:           "The choices of the shared metadata-only LISTs, one per window, by choice (list, or one_by_one: the passes of the window read one by one) and by whether the price was measured on the cluster (measured=true) or the default: each observes the price of one GET in listed items that the choice was made with.",
+		Buckets:        []float64{5, 10, 20, 35, 50, 75, 100, 200, 500, 1000},
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"choice", "measured"})
 	snapshotListErrors = metricSet.Counter(&metrics.CounterOpts{
 		Subsystem:      "convoy_snapshot",
 		Name:           "list_errors_total",
@@ -50,6 +57,12 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 )
+
+// countWindow counts a window's choice, made with a GET priced at ratio
+// listed items (measured or the default).
+func countWindow(choice string, ratio int, measured bool) {
+	snapshotWindows.WithLabelValues(choice, strconv.FormatBool(measured)).Observe(float64(ratio))
+}
 
 // targetRefusals counts what convoy-apiserver refuses of a Cluster: a
 // kubeconfig it will not use, an address its policy refuses, an answer over

@@ -122,6 +122,9 @@ type Target struct {
 	// Collections remembers the sizes of collections the read-aheads of
 	// the passes listed (Reader.ReadAhead).
 	Collections *Collections
+	// Costs measures what reads of the cluster cost, for every identity
+	// (on the local cluster, one Costs is shared like the Mapper).
+	Costs *Costs
 }
 
 // Access is what a Release may use: its identity, the cluster
@@ -374,20 +377,20 @@ func (p *Provider) impersonate(id Identity) (*homeClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
-	snapshots, err := p.snapshots(cfg, hc)
+	snapshots, err := p.snapshots(cfg, hc, p.local.Costs)
 	if err != nil {
 		return nil, err
 	}
 	return &homeClients{
 		kube: kube,
 		target: &Target{Name: "", Config: cfg, HTTPClient: hc, Dynamic: dyn, Mapper: p.local.Mapper, Snapshots: snapshots,
-			Collections: NewCollections(clock.RealClock{})},
+			Collections: NewCollections(clock.RealClock{}), Costs: p.local.Costs},
 	}, nil
 }
 
-// snapshots returns the Snapshots of a Target's clients; nil when lists are
-// off.
-func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, error) {
+// snapshots returns the Snapshots of a Target's clients, priced by costs;
+// nil when lists are off.
+func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client, costs *Costs) (*Snapshots, error) {
 	if p.opts.ListFreshness <= 0 {
 		return nil, nil
 	}
@@ -395,7 +398,7 @@ func (p *Provider) snapshots(cfg *rest.Config, hc *http.Client) (*Snapshots, err
 	if err != nil {
 		return nil, fmt.Errorf("metadata client: %w", err)
 	}
-	return NewSnapshots(meta, p.opts.ListFreshness, clock.RealClock{}), nil
+	return NewSnapshots(meta, p.opts.ListFreshness, clock.RealClock{}).PricedBy(costs), nil
 }
 
 // forCluster returns the Target of the Cluster namespace/name, built from the
@@ -504,7 +507,8 @@ func (p *Provider) newTarget(name string, cfg *rest.Config, policy *egress.Addre
 	if err != nil {
 		return nil, fmt.Errorf("discovery client: %w", err)
 	}
-	snapshots, err := p.snapshots(cfg, hc)
+	costs := NewCosts(clock.RealClock{})
+	snapshots, err := p.snapshots(cfg, hc, costs)
 	if err != nil {
 		return nil, err
 	}
@@ -516,6 +520,7 @@ func (p *Provider) newTarget(name string, cfg *rest.Config, policy *egress.Addre
 		Mapper:      NewMapper(disc, clock.RealClock{}, DefaultRefreshInterval),
 		Snapshots:   snapshots,
 		Collections: NewCollections(clock.RealClock{}),
+		Costs:       costs,
 	}, nil
 }
 

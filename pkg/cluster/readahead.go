@@ -16,9 +16,11 @@ import (
 )
 
 // FullListCostRatio is how many objects of a LIST of whole objects cost
-// about as much kube-apiserver work as one GET of one of them (see "One
-// check" in docs/contributors/performance.md for what was measured). It is lower than
-// ListCostRatio: a whole object is serialized, not only its metadata.
+// about as much kube-apiserver work as one GET of one of them, until Costs
+// has measured it on the cluster (see "One check" in
+// docs/contributors/performance.md for what was measured on one machine).
+// It is lower than ListCostRatio: a whole object is serialized, not only
+// its metadata.
 const FullListCostRatio = 10
 
 // Bounds of a read-ahead: a page of a LIST, and how long and how many
@@ -82,9 +84,10 @@ func (r *Reader) ReadAhead(ctx context.Context, objects []*unstructured.Unstruct
 		groups[key][obj.GetName()] = true
 	}
 	ahead := &readAhead{objects: map[snapshotKey]map[string]*unstructured.Unstructured{}, whole: map[snapshotKey]bool{}}
+	ratio, _ := r.costs.FullListRatio()
 	var wg sync.WaitGroup
 	for key, names := range groups {
-		budget := len(names) * FullListCostRatio
+		budget := len(names) * ratio
 		if len(names) < 2 || r.knownSize(key) > budget || r.knownSize(key) == unlistable {
 			continue // a GET per object costs less
 		}
@@ -112,6 +115,7 @@ func (a *readAhead) list(ctx context.Context, r *Reader, key snapshotKey, names 
 	found := map[string]*unstructured.Unstructured{}
 	listed := 0
 	for {
+		began := r.clock.Now()
 		page, err := ri.List(ctx, opts)
 		if err != nil {
 			tooLarge := isTooLarge(err)
@@ -126,6 +130,7 @@ func (a *readAhead) list(ctx context.Context, r *Reader, key snapshotKey, names 
 			}
 			break
 		}
+		r.costs.ObserveList(true, len(page.Items), r.clock.Since(began))
 		for i := range page.Items {
 			if names[page.Items[i].GetName()] {
 				found[page.Items[i].GetName()] = &page.Items[i]

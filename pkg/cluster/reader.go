@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
 )
@@ -33,13 +35,18 @@ type Reader struct {
 	collections *Collections
 	// ahead is what ReadAhead read; nil before.
 	ahead *readAhead
+	// costs records what the reads take and prices the read-aheads; nil:
+	// FullListCostRatio.
+	costs *Costs
+	clock clock.PassiveClock
 }
 
 // Reader returns the Reader of a's target cluster. With lists, its
 // ResourceVersion answers from the target's shared metadata-only LISTs;
 // without, it cannot tell (known is false) and callers read.
 func (a *Access) Reader(lists bool) *Reader {
-	r := &Reader{dynamic: a.Target.Dynamic, mapper: a.Target.Mapper, cluster: a.Target.Name, who: a.Who(), collections: a.Target.Collections}
+	r := &Reader{dynamic: a.Target.Dynamic, mapper: a.Target.Mapper, cluster: a.Target.Name, who: a.Who(), collections: a.Target.Collections,
+		costs: a.Target.Costs, clock: clock.RealClock{}}
 	if lists {
 		r.snapshots = a.Target.Snapshots
 	}
@@ -50,7 +57,7 @@ func (a *Access) Reader(lists bool) *Reader {
 // who, without shared LISTs: for tools and tests that have their own
 // clients (convoy-apiserver gets its Readers from an Access).
 func NewReader(dyn dynamic.Interface, mapper meta.RESTMapper, who string) *Reader {
-	return &Reader{dynamic: dyn, mapper: mapper, who: who}
+	return &Reader{dynamic: dyn, mapper: mapper, who: who, clock: clock.RealClock{}}
 }
 
 // Who names whom the requests are made as, for the message of a refusal:
@@ -102,7 +109,14 @@ func (r *Reader) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace
 	if err != nil {
 		return nil, err
 	}
-	return ri.Get(ctx, name, metav1.GetOptions{})
+	began := r.clock.Now()
+	obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err == nil || apierrors.IsNotFound(err) {
+		// What a GET costs: one that failed otherwise (refused, timed
+		// out) tells nothing of it.
+		r.costs.ObserveGet(r.clock.Since(began))
+	}
+	return obj, err
 }
 
 // DryRunApply sends obj as a server-side apply with dryRun=All, force, and

@@ -97,6 +97,9 @@ type Snapshots struct {
 	freshness time.Duration
 	clock     clock.PassiveClock
 
+	// costs prices a GET in listed items (nil: ListCostRatio).
+	costs *Costs
+
 	mu      sync.Mutex
 	entries *lru.Cache // snapshotKey → *snapshotEntry
 }
@@ -113,8 +116,10 @@ type Snapshots struct {
 const listWindowFactor = 4
 
 // ListCostRatio is how many objects of a metadata-only LIST cost about as
-// much kube-apiserver work as one GET of a whole object (see "Fleet scale" in
-// docs/contributors/performance.md for what was measured).
+// much kube-apiserver work as one GET of a whole object until Costs has
+// measured it on the cluster (see "Fleet scale" in
+// docs/contributors/performance.md for what was measured on one machine:
+// 23 to 76 by the fleet's size).
 const ListCostRatio = 50
 
 // ErrNotWorthListing says that Snapshots did not LIST for this window
@@ -143,25 +148,34 @@ type snapshotEntry struct {
 	asked, size, oneByOne, outdated int
 }
 
-// worthListing says whether the window after prev should LIST.
-func (prev *snapshotEntry) worthListing() bool {
+// worthListing says whether the window after prev should LIST, one GET
+// costing as much as ratio listed objects.
+func (prev *snapshotEntry) worthListing(ratio int) bool {
 	if prev == nil || prev.size == 0 {
 		return true
 	}
-	demand := prev.asked * ListCostRatio
+	demand := prev.asked * ratio
 	if prev.snap != nil {
 		// Hysteresis: a window that listed is followed by LISTs until the
 		// demand halves, so that a demand near the threshold does not make
 		// the windows flip between a LIST and reads one by one.
 		demand *= 2
 	}
-	return demand >= prev.size || prev.oneByOne*ListCostRatio >= prev.size
+	return demand >= prev.size || prev.oneByOne*ratio >= prev.size
 }
 
 // NewSnapshots returns Snapshots that LIST with client and share each for
 // freshness.
 func NewSnapshots(client metadata.Interface, freshness time.Duration, clk clock.PassiveClock) *Snapshots {
 	return &Snapshots{client: client, seed: maphash.MakeSeed(), freshness: freshness, clock: clk, entries: lru.New(maxSnapshots)}
+}
+
+// PricedBy makes s price a GET by what costs measured on the cluster (and
+// record there what its LISTs take), and returns s. Before, or with nil,
+// a GET costs ListCostRatio listed objects.
+func (s *Snapshots) PricedBy(costs *Costs) *Snapshots {
+	s.costs = costs
+	return s
 }
 
 // listedAfterKey is the context key of WithListedAfter.
@@ -190,6 +204,7 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 	key := snapshotKey{resource: resource, namespace: namespace}
 	notBefore := ListedAfter(ctx)
 	for {
+		ratio, measured := s.costs.ListRatio()
 		now := s.clock.Now()
 		s.mu.Lock()
 		var prev *snapshotEntry
@@ -207,7 +222,7 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 				// by one cost as much as a LIST, list now (a burst of
 				// passes, like a resync, after a quiet time would else
 				// read one by one for the whole window).
-				buy := oneByOne && prev.oneByOne*ListCostRatio >= prev.size
+				buy := oneByOne && prev.oneByOne*ratio >= prev.size
 				if !buy && (oneByOne || !prev.at.Before(notBefore)) {
 					prev.asked++
 					if oneByOne {
@@ -233,14 +248,16 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 		}
 		e := &snapshotEntry{done: make(chan struct{}), at: now, asked: 1}
 		s.entries.Add(key, e)
-		if !prev.worthListing() {
+		if !prev.worthListing(ratio) {
 			e.size, e.err, e.oneByOne, e.ended = prev.size, ErrNotWorthListing, prev.oneByOne+1, now
 			snapshotLookups.WithLabelValues("one_by_one").Inc()
+			countWindow("one_by_one", ratio, measured)
 			close(e.done)
 			s.mu.Unlock()
 			return nil, e.err
 		}
 		s.mu.Unlock()
+		countWindow("list", ratio, measured)
 
 		snapshotLookups.WithLabelValues("listed").Inc()
 		snap, err := s.list(ctx, resource, namespace, now)
@@ -292,10 +309,12 @@ func (s *Snapshots) list(ctx context.Context, resource schema.GroupVersionResour
 	snap := newSnapshot(at, s.seed)
 	opts := metav1.ListOptions{Limit: snapshotPageSize}
 	for {
+		began := s.clock.Now()
 		page, err := s.client.Resource(resource).Namespace(namespace).List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s in %q: %w", resource.GroupResource(), namespace, err)
 		}
+		s.costs.ObserveList(false, len(page.Items), s.clock.Since(began))
 		for i := range page.Items {
 			snap.add(page.Items[i].Name, page.Items[i].ResourceVersion)
 		}
