@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
@@ -222,4 +223,41 @@ func TestHAContestSurvivesFailover(t *testing.T) {
 		before.Contested[0].Since, after.Contested[0].Since)
 	assert.Equal(t, 16*time.Second, after.Backoff.Duration)
 	assert.Len(t, contestedOn(t, follower, ns), 1)
+}
+
+// A spec change that a leader change cuts short (issue 63): the leader that
+// stops drops what it holds, and the next leader's passes write both
+// conditions at the new generation, their verdicts unchanged, in at most
+// one write per Release of its own (the old leader may have written one).
+func TestHAStatusWritesAcrossALeaderChange(t *testing.T) {
+	// Not parallel: it starts a second replica and stops the leader.
+	first, second := startSecondReplica(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	standIn := newStandIn(t)
+	var names []string
+	for i := range 5 {
+		name := fmt.Sprintf("web-%d", i)
+		names = append(names, name)
+		newDriftRelease(t, ns, name, map[string]string{"config.yaml": fmt.Sprintf(configMapManifest, "blue")}, every(time.Hour))
+		standIn.apply(ns, name)
+	}
+	healthy := waitBothObserved(t, ns, names, 1, "InSync")
+	leader, follower := leaderOf(t, first, second)
+	writes := watchStatusWrites(t, ns)
+
+	for _, name := range names {
+		r, err := convoyClient(t).ConvoyV1alpha1().Releases(ns).Patch(ctx, name, types.MergePatchType,
+			[]byte(`{"spec":{"syncPolicy":{"interval":"2h"}}}`), metav1.PatchOptions{})
+		require.NoError(t, err)
+		require.Equal(t, int64(2), r.Generation)
+	}
+	failOver(t, leader, follower)
+	assert.Equal(t, healthy, waitBothObserved(t, ns, names, 2, "InSync"), "the verdicts did not move")
+	time.Sleep(2 * time.Second) // no write comes after
+	got := writes.take()
+	for _, name := range names {
+		assert.Positive(t, got[name], name)
+		assert.LessOrEqual(t, got[name], 2, "status writes of %s for one spec change across a leader change", name)
+	}
 }
