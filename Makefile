@@ -147,9 +147,11 @@ run: build
 		--examples artifacts/examples \
 		--chart artifacts/charts/web
 
-## bench: the drift check of 500 objects against the local control plane, vs kubectl diff --server-side
+## bench: the drift check of 500 objects against the local control plane, vs
+## kubectl diff --server-side; BENCH_ARGS adds flags (go run ./hack/bench -h)
+BENCH_ARGS ?=
 bench: build
-	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver
+	@bindir=$$(hack/testbin.sh) && $(GO) run ./hack/bench --bin-dir "$$bindir" --convoy-apiserver $(BIN_DIR)/convoy-apiserver $(BENCH_ARGS)
 	$(GO) test -run xxx -bench . -benchmem ./pkg/render/ ./pkg/compare/ ./pkg/health/ ./pkg/source/
 
 ## bench-fleet: RELEASES Releases of 20 objects on the local control plane, a

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/metadata"
 
 	convoyv1alpha1 "github.com/kumodo/convoy-apiserver/apis/convoy/v1alpha1"
+	"github.com/kumodo/convoy-apiserver/internal/controlplane"
 	"github.com/kumodo/convoy-apiserver/pkg/cluster"
 )
 
@@ -152,18 +153,18 @@ func (f *fleet) listCost(idle float64, what string, list func(metav1.ListOptions
 // idleRate is kube-apiserver's CPU seconds per second with nothing sent.
 func (f *fleet) idleRate() float64 {
 	const d = 5 * time.Second
-	before := cpuSeconds(f.cp.KubeAPIServerPID())
+	before := controlplane.CPUSeconds(f.cp.KubeAPIServerPID())
 	time.Sleep(d)
-	return (cpuSeconds(f.cp.KubeAPIServerPID()) - before) / d.Seconds()
+	return (controlplane.CPUSeconds(f.cp.KubeAPIServerPID()) - before) / d.Seconds()
 }
 
 // cpuOf runs do and returns kube-apiserver's CPU seconds meanwhile, and how
 // long it took.
 func (f *fleet) cpuOf(do func() error) (float64, time.Duration, error) {
 	pid := f.cp.KubeAPIServerPID()
-	before, began := cpuSeconds(pid), time.Now()
+	before, began := controlplane.CPUSeconds(pid), time.Now()
 	err := do()
-	return cpuSeconds(pid) - before, time.Since(began), err
+	return controlplane.CPUSeconds(pid) - before, time.Since(began), err
 }
 
 // cpuPer is kube-apiserver's CPU milliseconds per request of do, which sends

@@ -149,7 +149,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		start := baseline{at: time.Now(), kasCPU: cpuSeconds(cp.KubeAPIServerPID()), kas: kas}
+		start := baseline{at: time.Now(), kasCPU: controlplane.CPUSeconds(cp.KubeAPIServerPID()), kas: kas}
 		args := []string{"--cache=" + strconv.FormatBool(cache), "--leader-elect=false", "--resync=" + resync.String(), "--cache-max-age=" + maxAge.String()}
 		var convoy *controlplane.ConvoyProcess
 		if in.binary != "" {
@@ -459,7 +459,7 @@ func (f *fleet) firstPass(ctx context.Context, p *controlplane.ConvoyProcess, re
 				return nil, err
 			}
 		}
-		kasCPU, conv := cpuSeconds(f.cp.KubeAPIServerPID()), cpuSeconds(p.PID())
+		kasCPU, conv := controlplane.CPUSeconds(f.cp.KubeAPIServerPID()), controlplane.CPUSeconds(p.PID())
 		now, err := f.scrape(p)
 		if err != nil {
 			return nil, err
@@ -531,7 +531,7 @@ func (f *fleet) round(ctx context.Context, p *controlplane.ConvoyProcess, name s
 		if err != nil {
 			return r, err
 		}
-		start = &baseline{at: time.Now(), kasCPU: cpuSeconds(f.cp.KubeAPIServerPID()), convCPU: cpuSeconds(p.PID()), before: before, kas: kas}
+		start = &baseline{at: time.Now(), kasCPU: controlplane.CPUSeconds(f.cp.KubeAPIServerPID()), convCPU: controlplane.CPUSeconds(p.PID()), before: before, kas: kas}
 	}
 	before, kas0, conv0 := start.before, start.kasCPU, start.convCPU
 	if before.target == nil {
@@ -561,7 +561,7 @@ func (f *fleet) round(ctx context.Context, p *controlplane.ConvoyProcess, name s
 		time.Sleep(min(max(time.Since(start.at)/50, 100*time.Millisecond), 2*time.Second))
 	}
 	r.took = time.Since(start.at)
-	r.kasCPU, r.convCPU = cpuSeconds(f.cp.KubeAPIServerPID())-kas0, cpuSeconds(p.PID())-conv0
+	r.kasCPU, r.convCPU = controlplane.CPUSeconds(f.cp.KubeAPIServerPID())-kas0, controlplane.CPUSeconds(p.PID())-conv0
 	r.peakMemory = peakMemory(p.PID())
 	r.requests = map[string]float64{}
 	for op, v := range after.target {
@@ -665,18 +665,6 @@ func (f *fleet) scrape(p *controlplane.ConvoyProcess) (metrics, error) {
 	}
 	m.own = all - target
 	return m, nil
-}
-
-// cpuSeconds is the user and system CPU time of process pid.
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // clock ticks of 10 ms
 }
 
 // peakMemory is the peak resident memory of process pid, in bytes.

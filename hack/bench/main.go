@@ -19,6 +19,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +63,8 @@ func run() error {
 	convoyBin := flag.String("convoy-apiserver", "bin/convoy-apiserver", "convoy-apiserver binary")
 	objects := flag.Int("objects", 500, "objects in the Release (split evenly between ConfigMaps, Deployments and Services)")
 	runs := flag.Int("runs", 5, "measured runs of each way; the median is reported")
+	cpuProfile := flag.String("cpu-profile", "", "after the runs, take CPU profiles into this file prefix: of kube-apiserver and of this process while it runs cold engine checks, and of kube-apiserver while kubectl diff runs")
+	profileSeconds := flag.Int("cpu-profile-seconds", 20, "how long each profile of --cpu-profile lasts")
 	flag.Parse()
 	if *binDir == "" {
 		return fmt.Errorf("--bin-dir is required")
@@ -176,18 +180,20 @@ func run() error {
 	var coldReqs, oneByOneReqs, warmReqs []int64
 	// Cold: no compare to reuse (a new engine, no cache), every object read
 	// (ahead, by LIST where it is worth it) and dry-run.
-	coldEngine, err := measure(*runs, touch, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), true, &coldReqs))
+	kas := cp.KubeAPIServerPID()
+	self := func() float64 { return controlplane.CPUSeconds(os.Getpid()) }
+	coldEngine, err := measure(*runs, kas, self, touch, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), true, &coldReqs))
 	if err != nil {
 		return err
 	}
-	oneByOneEngine, err := measure(*runs, touch, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), false, &oneByOneReqs))
+	oneByOneEngine, err := measure(*runs, kas, self, touch, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), false, &oneByOneReqs))
 	if err != nil {
 		return err
 	}
 	// Warm: the compares of the run before are reused when the live object
 	// did not change (as /diff reuses them): reads, no dry run.
 	warm := compare.NewEngine(redact.New(), compare.DefaultWorkers).WithCache(compare.NewResultCache(time.Hour, clock.RealClock{}))
-	warmEngine, err := measure(*runs, nil, engine(warm, true, &warmReqs))
+	warmEngine, err := measure(*runs, kas, self, nil, engine(warm, true, &warmReqs))
 	if err != nil {
 		return err
 	}
@@ -210,11 +216,12 @@ func run() error {
 		}
 		return nil
 	}
-	coldDiff, err := measure(*runs, touch, diff)
+	convoyCPU := func() float64 { return controlplane.CPUSeconds(cp.ConvoyAPIServer().PID()) }
+	coldDiff, err := measure(*runs, kas, convoyCPU, touch, diff)
 	if err != nil {
 		return err
 	}
-	warmDiff, err := measure(*runs, nil, diff)
+	warmDiff, err := measure(*runs, kas, convoyCPU, nil, diff)
 	if err != nil {
 		return err
 	}
@@ -222,45 +229,106 @@ func run() error {
 	// kubectl diff --server-side on the same objects: a new process each
 	// run, cold.
 	var kubectlReqs []int64
-	kubectlTimes, err := measure(*runs, touch, func() error {
+	var kubectlCPU float64 // of every kubectl run so far
+	kubectlDiff := func() error {
 		cmd := cp.Kubectl("diff", "--server-side", "--field-manager=convoy", "--force-conflicts", "-f", file, "-v=6")
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
+		if cmd.ProcessState != nil {
+			kubectlCPU += (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		}
 		if exit, ok := err.(*exec.ExitError); !ok || exit.ExitCode() != 1 {
 			return fmt.Errorf("kubectl diff: want exit 1 (differences), got %v: %s", err, tail(stderr.String()))
 		}
 		kubectlReqs = append(kubectlReqs, int64(len(responseLine.FindAllString(stderr.String(), -1))))
 		return nil
-	})
+	}
+	kubectlTimes, err := measure(*runs, kas, func() float64 { return kubectlCPU }, touch, kubectlDiff)
 	if err != nil {
 		return err
 	}
 
 	n := float64(*objects)
-	k := median(kubectlTimes)
+	k := median(kubectlTimes.took)
 	fmt.Printf("\nDrift check of a Release of %d objects (%d ConfigMaps, %d Deployments, %d Services), median of %d runs.\n",
 		*objects, *objects-2*(*objects/3), *objects/3, *objects/3, *runs)
 	fmt.Printf("Cold: every live object changed since the last check (no compare can be reused); warm: nothing did.\n\n")
-	fmt.Printf("| way | cache | wall time | vs kubectl (cold) | API requests | per object |\n|---|---|---|---|---|---|\n")
-	row := func(way, state string, times []time.Duration, reqs []int64) {
-		t := median(times)
+	fmt.Printf("Client CPU: this process for the engine, convoy-apiserver for /diff, the kubectl process for kubectl.\n\n")
+	fmt.Printf("| way | cache | wall time | vs kubectl (cold) | API requests | per object | kube-apiserver CPU | client CPU |\n|---|---|---|---|---|---|---|---|\n")
+	row := func(way, state string, m samples, reqs []int64) {
+		t := median(m.took)
 		cells := "| |"
 		if reqs != nil {
 			cells = fmt.Sprintf("| %d | %.2f |", medianInt(reqs), float64(medianInt(reqs))/n)
 		}
-		fmt.Printf("| %s | %s | %s | %.1fx faster %s\n", way, state, t.Round(time.Millisecond), k.Seconds()/t.Seconds(), cells)
+		fmt.Printf("| %s | %s | %s | %.1fx faster %s %.2f s | %.2f s |\n", way, state, t.Round(time.Millisecond), k.Seconds()/t.Seconds(), cells,
+			m.kasPerRun(), m.clientPerRun())
 	}
 	row("convoy engine (render + compare, in process)", "**cold**", coldEngine, coldReqs)
 	row("convoy engine, a GET per object (no read-ahead)", "cold", oneByOneEngine, oneByOneReqs)
 	row("convoy engine", "warm", warmEngine, warmReqs)
 	row("GET releases/app/diff (through the aggregator)", "**cold**", coldDiff, nil)
 	row("GET releases/app/diff", "warm", warmDiff, nil)
-	fmt.Printf("| kubectl diff --server-side -f | **cold** | %s | 1.0x | %d | %.2f |\n",
-		k.Round(time.Millisecond), medianInt(kubectlReqs), float64(medianInt(kubectlReqs))/n)
+	fmt.Printf("| kubectl diff --server-side -f | **cold** | %s | 1.0x | %d | %.2f | %.2f s | %.2f s |\n",
+		k.Round(time.Millisecond), medianInt(kubectlReqs), float64(medianInt(kubectlReqs))/n, kubectlTimes.kasPerRun(), kubectlTimes.clientPerRun())
 	fmt.Printf("\nHeadline, cold against cold: the engine %.1fx, /diff %.1fx faster than kubectl diff --server-side.\n",
-		k.Seconds()/median(coldEngine).Seconds(), k.Seconds()/median(coldDiff).Seconds())
+		k.Seconds()/median(coldEngine.took).Seconds(), k.Seconds()/median(coldDiff.took).Seconds())
+	fmt.Printf("kube-apiserver CPU per cold check: the engine %.2f s, /diff %.2f s, kubectl %.2f s (%d cores: the least wall time that CPU allows is %.0f ms, %.0f ms, %.0f ms).\n",
+		coldEngine.kasPerRun(), coldDiff.kasPerRun(), kubectlTimes.kasPerRun(), runtime.NumCPU(),
+		1000*coldEngine.kasPerRun()/float64(runtime.NumCPU()), 1000*coldDiff.kasPerRun()/float64(runtime.NumCPU()), 1000*kubectlTimes.kasPerRun()/float64(runtime.NumCPU()))
+
+	if *cpuProfile != "" {
+		d := time.Duration(*profileSeconds) * time.Second
+		checks, err := profile(ctx, admin, *cpuProfile+"-engine", d, true, engine(compare.NewEngine(redact.New(), compare.DefaultWorkers), true, new([]int64)))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\nCPU profiles of %s: %d cold engine checks in %s-engine-kube-apiserver.cpu.pprof and %s-engine-self.cpu.pprof.\n", d, checks, *cpuProfile, *cpuProfile)
+		if checks, err = profile(ctx, admin, *cpuProfile+"-kubectl", d, false, kubectlDiff); err != nil {
+			return err
+		}
+		fmt.Printf("CPU profile of %s: %d kubectl diff runs in %s-kubectl-kube-apiserver.cpu.pprof.\n", d, checks, *cpuProfile)
+	}
 	return nil
+}
+
+// profile runs check again and again for d while kube-apiserver's CPU is
+// profiled into PREFIX-kube-apiserver.cpu.pprof, and, with self, this
+// process's into PREFIX-self.cpu.pprof; it returns how many checks ran. A
+// check is cold without a touch before it when it uses a new engine (no
+// compare to reuse); kubectl diff is always cold.
+func profile(ctx context.Context, admin kubernetes.Interface, prefix string, d time.Duration, self bool, check func() error) (int, error) {
+	secs := strconv.Itoa(int(d.Seconds()))
+	kasDone := make(chan error, 1)
+	go func() {
+		body, err := admin.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", secs).Timeout(d + time.Minute).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(prefix+"-kube-apiserver.cpu.pprof", body, 0o644)
+		}
+		kasDone <- err
+	}()
+	if self {
+		f, err := os.Create(prefix + "-self.cpu.pprof")
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 0, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	checks := 0
+	for end := time.Now().Add(d); time.Now().Before(end); checks++ {
+		if err := check(); err != nil {
+			return checks, err
+		}
+	}
+	if err := <-kasDone; err != nil {
+		return checks, fmt.Errorf("CPU profile of kube-apiserver: %w", err)
+	}
+	return checks, nil
 }
 
 // oneByOne is a Cluster that does not read ahead: the engine reads each
@@ -352,26 +420,41 @@ func dynamicAndMapper(cfg *rest.Config, kube kubernetes.Interface) (*dynamic.Dyn
 	return dyn, cluster.NewMapper(kube.Discovery(), clock.RealClock{}, cluster.DefaultRefreshInterval), nil
 }
 
+// samples are the measured runs of one way: their wall times, and the CPU
+// seconds kube-apiserver and the client used in all of them.
+type samples struct {
+	took        []time.Duration
+	kas, client float64
+}
+
+func (s samples) kasPerRun() float64    { return s.kas / float64(len(s.took)) }
+func (s samples) clientPerRun() float64 { return s.client / float64(len(s.took)) }
+
 // measure runs f once to warm up (connections, discovery), then runs times,
-// each after before (not timed) when it is set.
-func measure(runs int, before, f func() error) ([]time.Duration, error) {
+// each after before (not timed, nor its CPU counted) when it is set, with the
+// CPU seconds of kube-apiserver (process kas) and of the client (what
+// client returns: its CPU so far) over the runs of f.
+func measure(runs, kas int, client func() float64, before, f func() error) (samples, error) {
+	var s samples
 	if err := f(); err != nil { // warm-up: connections, discovery
-		return nil, err
+		return s, err
 	}
-	var times []time.Duration
 	for range runs {
 		if before != nil {
 			if err := before(); err != nil {
-				return nil, err
+				return s, err
 			}
 		}
+		kasBefore, clientBefore := controlplane.CPUSeconds(kas), client()
 		start := time.Now()
 		if err := f(); err != nil {
-			return nil, err
+			return s, err
 		}
-		times = append(times, time.Since(start))
+		s.took = append(s.took, time.Since(start))
+		s.kas += controlplane.CPUSeconds(kas) - kasBefore
+		s.client += client() - clientBefore
 	}
-	return times, nil
+	return s, nil
 }
 
 func median(d []time.Duration) time.Duration {
