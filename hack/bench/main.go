@@ -258,7 +258,7 @@ func run() error {
 	fmt.Printf("| way | cache | wall time | vs kubectl (cold) | API requests | per object | kube-apiserver CPU | client CPU |\n|---|---|---|---|---|---|---|---|\n")
 	row := func(way, state string, m samples, reqs []int64) {
 		t := median(m.took)
-		cells := "| |"
+		cells := "| | |"
 		if reqs != nil {
 			cells = fmt.Sprintf("| %d | %.2f |", medianInt(reqs), float64(medianInt(reqs))/n)
 		}
