@@ -596,6 +596,12 @@ func (f *fleet) round(ctx context.Context, p *controlplane.ConvoyProcess, name s
 			after.snapshot["one_by_one"]-before.snapshot["one_by_one"], after.listErrors-before.listErrors,
 			(after.listedSeconds-before.listedSeconds)/max(lists, 1))
 	}
+	for _, choice := range []string{"list", "one_by_one"} {
+		if n := after.windows[choice] - before.windows[choice]; n > 0 {
+			fmt.Fprintf(os.Stderr, "bench-fleet: %s: %.0f windows chose %s, at a GET priced %.1f listed items on average\n",
+				name, n, choice, (after.windowPrice[choice]-before.windowPrice[choice])/n)
+		}
+	}
 	return r, nil
 }
 
@@ -608,6 +614,9 @@ type metrics struct {
 	// seconds in all
 	snapshot                         map[string]float64
 	listErrors, lists, listedSeconds float64
+	// the windows of shared LISTs by choice (list, one_by_one): how many,
+	// and the sum of the GET prices they chose with
+	windows, windowPrice map[string]float64
 }
 
 var (
@@ -616,11 +625,12 @@ var (
 	ownLine    = regexp.MustCompile(`(?m)^rest_client_requests_total\{[^}]*\} (\S+)$`)
 	lookupLine = regexp.MustCompile(`(?m)^convoy_snapshot_lookups_total\{result="([a-z_]+)"\} (\S+)$`)
 	listLine   = regexp.MustCompile(`(?m)^convoy_snapshot_(list_errors_total|list_duration_seconds_count|list_duration_seconds_sum) (\S+)$`)
+	windowLine = regexp.MustCompile(`(?m)^convoy_snapshot_window_get_cost_items_(count|sum)\{choice="([a-z_]+)"[^}]*\} (\S+)$`)
 )
 
 // scrape reads /metrics of p, as the admin.
 func (f *fleet) scrape(p *controlplane.ConvoyProcess) (metrics, error) {
-	m := metrics{target: map[string]float64{}, snapshot: map[string]float64{}}
+	m := metrics{target: map[string]float64{}, snapshot: map[string]float64{}, windows: map[string]float64{}, windowPrice: map[string]float64{}}
 	resp, err := f.scraper.Get(p.URL() + "/metrics")
 	if err != nil {
 		return m, err
@@ -651,6 +661,14 @@ func (f *fleet) scrape(p *controlplane.ConvoyProcess) (metrics, error) {
 			m.lists = v
 		default:
 			m.listedSeconds = v
+		}
+	}
+	for _, g := range windowLine.FindAllStringSubmatch(text, -1) {
+		v, _ := strconv.ParseFloat(g[3], 64)
+		if g[1] == "count" {
+			m.windows[g[2]] += v
+		} else {
+			m.windowPrice[g[2]] += v
 		}
 	}
 	var all float64
