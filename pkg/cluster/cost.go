@@ -75,11 +75,11 @@ func (d *decayed) decay(now time.Time) {
 	d.at = now
 }
 
-// perUnit is the mean seconds per unit, and whether there are at least min
-// units to tell.
-func (d *decayed) perUnit(now time.Time, min float64) (float64, bool) {
+// perUnit is the mean seconds per unit, and whether there are at least
+// enough units to tell.
+func (d *decayed) perUnit(now time.Time, enough float64) (float64, bool) {
 	d.decay(now)
-	if d.units < min || d.seconds <= 0 {
+	if d.units < enough || d.seconds <= 0 {
 		return 0, false
 	}
 	return d.seconds / d.units, true

@@ -204,7 +204,6 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 	key := snapshotKey{resource: resource, namespace: namespace}
 	notBefore := ListedAfter(ctx)
 	for {
-		ratio, measured := s.costs.ListRatio()
 		now := s.clock.Now()
 		s.mu.Lock()
 		var prev *snapshotEntry
@@ -222,7 +221,14 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 				// by one cost as much as a LIST, list now (a burst of
 				// passes, like a resync, after a quiet time would else
 				// read one by one for the whole window).
-				buy := oneByOne && prev.oneByOne*ratio >= prev.size
+				// The price is asked for only here and when a window
+				// opens, not on the lookups that share a LIST: those are
+				// the hot path.
+				buy := false
+				if oneByOne {
+					ratio, _ := s.costs.ListRatio()
+					buy = prev.oneByOne*ratio >= prev.size
+				}
 				if !buy && (oneByOne || !prev.at.Before(notBefore)) {
 					prev.asked++
 					if oneByOne {
@@ -248,6 +254,7 @@ func (s *Snapshots) Get(ctx context.Context, resource schema.GroupVersionResourc
 		}
 		e := &snapshotEntry{done: make(chan struct{}), at: now, asked: 1}
 		s.entries.Add(key, e)
+		ratio, measured := s.costs.ListRatio()
 		if !prev.worthListing(ratio) {
 			e.size, e.err, e.oneByOne, e.ended = prev.size, ErrNotWorthListing, prev.oneByOne+1, now
 			snapshotLookups.WithLabelValues("one_by_one").Inc()
