@@ -10,8 +10,12 @@ import (
 func TestCPUSeconds(t *testing.T) {
 	before := CPUSeconds(os.Getpid())
 	x := 0
-	for i := range 300_000_000 { // about a second of CPU
-		x += i % 7
+	// Spin until the count moves by a clock tick (10 ms of CPU), at most
+	// about a second's worth of work.
+	for i := 0; i < 1_000_000_000 && CPUSeconds(os.Getpid()) <= before; i += 1_000_000 {
+		for j := range 1_000_000 {
+			x += j % 7
+		}
 	}
 	assert.NotZero(t, x)
 	assert.Greater(t, CPUSeconds(os.Getpid()), before, "this process used CPU")
